@@ -1,0 +1,192 @@
+"""The rule-base schema: one rule = one YAML file = one :class:`Rule`.
+
+A rule explains one mechanism (why a run broke), names the symptom code it produces
+(``../shared/symptoms.md``), says how to recognise it (machine-checkable signals), how to fix it,
+where the knowledge comes from (each source marked verified or not) and carries its own positive and
+negative examples. The layout follows semgrep (data-driven rules with test cases) and ruff (rule pages
+with what/why/fix sections); see ``reference/style_anchors.md``.
+
+Signals are evaluated by :mod:`grpo_debug.tools.match` against the facts the triage engine extracted:
+
+- ``regex``: a regular expression searched in every normalised log line.
+- ``event``: an extracted event kind (``cuda_oom``, ``traceback``, ...) optionally filtered by a regex
+  on its text (see :data:`grpo_debug.tools.events.EVENT_KINDS`).
+- ``detector``: a named detector over metric series (``nonfinite``, ``spike``, ``growth``, ...), see
+  :data:`grpo_debug.tools.detectors.DETECTORS`.
+- ``config``: a predicate over one config fact (from YAML/JSON, Hydra overrides, ``--flags``,
+  ``key=value`` reprs, DeepSpeed config prints). ``key`` matches a fact whose normalised key equals
+  it or ends with ``.<key>``; list several spellings in ``keys``.
+- ``check``: a named Python check over all config facts (batch arithmetic, GPU counts), see
+  :data:`grpo_debug.tools.checks.CHECKS`.
+- ``query``: words that route a free-text question to this rule (used by ``suggest`` and the
+  ``diagnose`` operations; never by log triage).
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Confidence = Literal["high", "medium", "low"]
+VerificationStatus = Literal["verified", "partial", "unverified", "not_found"]
+ConfigOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "missing", "present",
+                   "truthy", "falsy", "regex"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RegexSignal(_Strict):
+    kind: Literal["regex"] = "regex"
+    pattern: str = Field(description="Python regex searched in each normalised line (re.search).")
+    ignore_case: bool = True
+    max_lines: int = Field(5, ge=1, le=50, description="Evidence lines to keep.")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        re.compile(v)
+        return v
+
+
+class EventSignal(_Strict):
+    kind: Literal["event"] = "event"
+    event: str = Field(description="Event kind from tools/events.py, e.g. cuda_oom, traceback.")
+    message: str | None = Field(None, description="Optional regex over the event's text (all its lines).")
+
+    @field_validator("message")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            re.compile(v)
+        return v
+
+
+class DetectorSignal(_Strict):
+    kind: Literal["detector"] = "detector"
+    detector: str = Field(description="Detector name from tools/detectors.py.")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConfigSignal(_Strict):
+    kind: Literal["config"] = "config"
+    key: str | None = None
+    keys: list[str] = Field(default_factory=list, description="Alternative spellings of the key.")
+    op: ConfigOp = "eq"
+    value: Any = None
+
+    @model_validator(mode="after")
+    def _has_key(self) -> "ConfigSignal":
+        if not self.key and not self.keys:
+            raise ValueError("config signal needs key or keys")
+        if self.op == "regex":
+            re.compile(str(self.value))
+        return self
+
+    def all_keys(self) -> list[str]:
+        return ([self.key] if self.key else []) + list(self.keys)
+
+
+class CheckSignal(_Strict):
+    kind: Literal["check"] = "check"
+    check: str = Field(description="Check name from tools/checks.py.")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class QuerySignal(_Strict):
+    kind: Literal["query"] = "query"
+    terms: list[str] = Field(min_length=1, description="Lower-case words or phrases of a question.")
+
+
+Signal = Annotated[Union[RegexSignal, EventSignal, DetectorSignal, ConfigSignal, CheckSignal, QuerySignal],
+                   Field(discriminator="kind")]
+
+
+class Match(_Strict):
+    """``all`` must all hold, at least one of ``any`` must hold (when given), none of ``none`` may."""
+
+    all: list[Signal] = Field(default_factory=list)
+    any: list[Signal] = Field(default_factory=list)
+    none: list[Signal] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _nonempty(self) -> "Match":
+        if not self.all and not self.any:
+            raise ValueError("match needs at least one signal in all or any")
+        return self
+
+    def positive(self) -> list[Signal]:
+        return list(self.all) + list(self.any)
+
+
+class Source(_Strict):
+    """Where a claim comes from and whether it was checked (reference/citations.md)."""
+
+    ref: str = Field(description="URL, or seed document id like 'seed:004 (grpo-debug skill)'.")
+    status: VerificationStatus
+    note: str = ""
+
+
+class Fix(_Strict):
+    summary: str = Field(min_length=10, description="The change, naming the exact option/key/flag.")
+    steps: list[str] = Field(default_factory=list)
+    patch: dict[str, Any] | None = Field(None, description="key -> new value, where one applies.")
+    safety: Literal["safe", "review"] = "safe"
+    safety_note: str = ""
+
+
+class AppliesTo(_Strict):
+    frameworks: list[str] = Field(default_factory=list)
+    versions: str = ""
+    hardware: str = ""
+
+
+class Example(_Strict):
+    name: str
+    input: str
+    format: Literal["log", "yaml", "json", "sh", "text"] = "log"
+    expect: Literal["match", "no_match"]
+    mode: Literal["triage", "query"] = "triage"
+    note: str = ""
+
+
+class Rule(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*[a-z0-9]$")
+    title: str = Field(min_length=5)
+    symptom: str = Field(description="Code from symptoms.md this mechanism produces.")
+    kind: Literal["diagnostic", "guidance"] = Field(
+        "diagnostic", description="guidance: a seed rule of practice, matched on config/query only.")
+    pattern_class: str | None = Field(None, description="One of the seed's 7 pattern classes, if any.")
+    seed_refs: list[str] = Field(default_factory=list, description="e.g. 'MUST DO 2', 'quick-map: NaN in loss'.")
+    confidence: Confidence = "medium"
+    priority: int = Field(0, ge=-5, le=5, description="Ranking nudge for specific mechanisms.")
+    match: Match
+    what: str = Field(min_length=10, description="What the rule detects.")
+    why: str = Field(min_length=10, description="The mechanism.")
+    fix: Fix
+    next_checks: list[str] = Field(default_factory=list)
+    sharpen: list[str] = Field(default_factory=list, description="Information that would sharpen it.")
+    applies_to: AppliesTo = Field(default_factory=AppliesTo)
+    sources: list[Source] = Field(min_length=1)
+    examples: list[Example] = Field(min_length=2)
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("why", "what")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v.strip()
+
+    @model_validator(mode="after")
+    def _examples_both_ways(self) -> "Rule":
+        kinds = {e.expect for e in self.examples}
+        if kinds != {"match", "no_match"}:
+            raise ValueError(f"rule {self.id}: needs at least one 'match' and one 'no_match' example")
+        return self
+
+    @property
+    def verified(self) -> bool:
+        return any(s.status == "verified" for s in self.sources)

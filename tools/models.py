@@ -1,0 +1,73 @@
+"""Result models: the triage output contract of DESIGN.md, shared by the CLI, MCP tools and scripts.
+
+Clients such as Claude Code show the model only the structured result, so every field is named and
+described to read well on its own.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class Evidence(BaseModel):
+    line: int = Field(description="1-based line number in the input as given.")
+    text: str = Field(description="The line, normalised (ANSI, Ray prefix, timestamps stripped), truncated.")
+    source: str | None = Field(None, description="Ray actor/worker prefix the line came from, if any.")
+
+
+class Cause(BaseModel):
+    rule_id: str = Field(description="Rule id; read the whole rule with explain_rule / rule://{id}.")
+    title: str
+    why: str = Field(description="The mechanism.")
+    fix: str = Field(description="The change this cause calls for.")
+    verified: bool = Field(description="True when at least one source of the rule was checked.")
+    matched: list[str] = Field(default_factory=list, description="Signals that fired, in words.")
+
+
+class Finding(BaseModel):
+    symptom: str = Field(description="Symptom code (symptoms.md).")
+    title: str
+    confidence: Literal["high", "medium", "low"]
+    evidence: list[Evidence] = Field(default_factory=list)
+    causes: list[Cause] = Field(default_factory=list, description="Most likely first.")
+    fix: str = Field(description="Concrete change naming the exact option/key/flag.")
+    patch: dict[str, Any] | None = Field(None, description="key -> new value where one applies.")
+    next_checks: list[str] = Field(default_factory=list)
+    sharpen: list[str] = Field(default_factory=list, description="Information that would sharpen this finding.")
+    score: float = Field(0.0, description="Ranking score (higher = more likely); for ordering only.")
+
+
+class SeriesSummary(BaseModel):
+    points: int
+    first_step: float | None = None
+    last_step: float | None = None
+    first: float | None = None
+    last: float | None = None
+    min: float | None = None
+    max: float | None = None
+    first_nonfinite_step: float | None = None
+    first_nonfinite_line: int | None = None
+
+
+class Coverage(BaseModel):
+    input: str = Field(description="What was read: a path, or '<text>' for pasted text.")
+    bytes_read: int = 0
+    lines_read: int = 0
+    formats: list[str] = Field(default_factory=list, description="Log/config formats recognised.")
+    metric_lines: int = 0
+    event_lines: int = 0
+    config_facts: int = 0
+    lines_not_understood: int = Field(0, description="Non-blank lines no parser or pattern used.")
+    not_understood_sample: list[Evidence] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list, description="What was skipped and why.")
+    unknown_config_keys: list[str] = Field(default_factory=list,
+                                           description="Config keys read but used by no rule (first 50).")
+
+
+class TriageResult(BaseModel):
+    summary: str = Field(description="One paragraph a person or agent can act on.")
+    findings: list[Finding] = Field(default_factory=list, description="Most likely first.")
+    metrics: dict[str, SeriesSummary] = Field(default_factory=dict, description="Per metric series.")
+    coverage: Coverage
+    truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
