@@ -105,20 +105,31 @@ Signal = Annotated[Union[RegexSignal, EventSignal, DetectorSignal, ConfigSignal,
 
 
 class Match(_Strict):
-    """``all`` must all hold, at least one of ``any`` must hold (when given), none of ``none`` may."""
+    """When a rule fires (semgrep's pattern / pattern-either / pattern-not):
+
+    ``all`` must all hold; at least one of ``any`` must hold (when given); none of ``none`` may;
+    when ``either`` is given, at least one of those sub-matches must hold too. ``support`` signals
+    are optional: when they hold they add evidence and raise the score, never required.
+    """
 
     all: list[Signal] = Field(default_factory=list)
     any: list[Signal] = Field(default_factory=list)
     none: list[Signal] = Field(default_factory=list)
+    either: list["Match"] = Field(default_factory=list)
+    support: list[Signal] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _nonempty(self) -> "Match":
-        if not self.all and not self.any:
-            raise ValueError("match needs at least one signal in all or any")
+        if not self.all and not self.any and not self.either:
+            raise ValueError("match needs at least one signal in all, any or either")
         return self
 
-    def positive(self) -> list[Signal]:
-        return list(self.all) + list(self.any)
+    def signals(self) -> list[Signal]:
+        """Every signal, recursively (for linting)."""
+        out = list(self.all) + list(self.any) + list(self.none) + list(self.support)
+        for m in self.either:
+            out += m.signals()
+        return out
 
 
 class Source(_Strict):

@@ -1,13 +1,228 @@
-"""Triage entry point (stub: the engine is being written)."""
+"""Triage: a log, config or launch script in; ranked findings backed by the input's own lines out.
+
+Pipeline (DESIGN.md "Data flow"): read -> normalise -> extract (events, metric series, config facts)
+-> evaluate every rule -> group hits by symptom -> rank -> the :class:`TriageResult` contract.
+"""
 from __future__ import annotations
 
-from grpo_debug.tools.models import Coverage, TriageResult
+import math
+import os
+from pathlib import Path
+
+from grpo_debug.skills.loader import RuleBase, default_rules
+from grpo_debug.tools.config_facts import FactSet, extract_facts
+from grpo_debug.tools.events import extract_events
+from grpo_debug.tools.match import Context, RuleHit, evaluate
+from grpo_debug.tools.metrics import MetricTable, extract_metrics, is_finite
+from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, TriageResult
+from grpo_debug.tools.normalize import MAX_LINE_CHARS, Line, normalize
+
+MAX_INPUT_BYTES = 256 * 2**20
+MAX_EVIDENCE = 8
+MAX_SERIES = 60
+EXCERPT = 240
 
 
 class InputError(ValueError):
     """The input cannot be read at all (missing path, a directory, permission); names it and the fix."""
 
 
-def triage(text: str | None = None, path: str | None = None, *, max_findings: int = 10) -> TriageResult:
-    """Triage a training log, config or launch script given as text or a path."""
-    return TriageResult(summary="stub", coverage=Coverage(input=path or "<text>"))
+def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, str, list[str], str | None]:
+    """Return (decoded text, input label, skipped notes, format hint from the file name).
+
+    Raises InputError when neither or both of text/path are given, or the path cannot be read.
+    Binary data and invalid UTF-8 are not errors: the text is decoded with replacement and the
+    notes say what was skipped.
+    """
+    if (text is None) == (path is None):
+        raise InputError("give exactly one of text (the pasted log) or path (a file to read)")
+    skipped: list[str] = []
+    hint = None
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise InputError(f"{p}: no such file; pass the path of a log, config or launch script, or '-' for stdin")
+        if p.is_dir():
+            raise InputError(f"{p} is a directory; pass one log or config file inside it")
+        if not p.is_file():
+            raise InputError(f"{p} is not a regular file (device or pipe); save the log to a file first")
+        try:
+            size = p.stat().st_size
+            with p.open("rb") as fh:
+                data = fh.read(MAX_INPUT_BYTES)
+        except OSError as e:
+            raise InputError(f"{p}: cannot read: {e.strerror or e}") from e
+        if size > MAX_INPUT_BYTES:
+            skipped.append(f"only the first {MAX_INPUT_BYTES // 2**20} MiB of {size / 2**20:.0f} MiB were read")
+        label = str(p)
+        ext = p.suffix.lower()
+        hint = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".sh": "sh", ".bash": "sh"}.get(ext)
+    else:
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+        if len(data) > MAX_INPUT_BYTES:
+            skipped.append(f"only the first {MAX_INPUT_BYTES // 2**20} MiB of the pasted text were read")
+            data = data[:MAX_INPUT_BYTES]
+        label = "<text>"
+    head = data[:65536]
+    if b"\x00" in head:
+        nul = head.count(b"\x00")
+        if nul > len(head) // 10:
+            skipped.append(f"input looks binary ({nul} NUL bytes in the first {len(head)} bytes); "
+                           "only printable lines were read")
+        data = data.replace(b"\x00", b"")
+    s = data.decode("utf-8", errors="replace")
+    bad = s.count("\ufffd")
+    if bad:
+        skipped.append(f"{bad} bytes were not valid UTF-8 and were replaced")
+    return s, label, skipped, hint
+
+
+def _looks_like_document(s: str, hint: str | None) -> bool:
+    if hint in ("yaml", "json"):
+        return True
+    st = s.lstrip()
+    return st.startswith("{") and st.rstrip().endswith("}")
+
+
+def build_context(s: str, hint: str | None = None, query: str = "") -> tuple[Context, list[Line]]:
+    lines = normalize(s)
+    facts = extract_facts(lines, s if _looks_like_document(s, hint) else None,
+                          hint if hint in ("yaml", "json") else None)
+    ctx = Context(lines=lines, events=extract_events(lines), metrics=extract_metrics(lines), facts=facts, query=query)
+    return ctx, lines
+
+
+def _evidence(lines: list[Line], nos: list[int]) -> list[Evidence]:
+    out = []
+    for n in nos:
+        if 0 < n <= len(lines):
+            ln = lines[n - 1]
+            t = ln.text.strip() or ln.raw.strip()
+            out.append(Evidence(line=n, text=t[:EXCERPT] + ("..." if len(t) > EXCERPT else ""), source=ln.source))
+    return out
+
+
+def _series_summary(t: MetricTable) -> dict[str, SeriesSummary]:
+    def prio(k: str) -> tuple[int, str]:
+        import re
+        important = re.search(r"grad.?norm|loss|kl|entropy|reward|score|log_prob|probs_diff|clip|length|lr", k, re.I)
+        return (0 if important else 1, k)
+
+    out: dict[str, SeriesSummary] = {}
+    for k in sorted(t.series, key=prio)[:MAX_SERIES]:
+        pts = t.series[k]
+        fin = [p.value for p in pts if is_finite(p.value)]
+        bad = next((p for p in pts if not is_finite(p.value)), None)
+        r = lambda v: None if v is None else (v if math.isfinite(v) else None)  # noqa: E731
+        out[k] = SeriesSummary(points=len(pts), first_step=pts[0].step, last_step=pts[-1].step,
+                               first=r(pts[0].value), last=r(pts[-1].value),
+                               min=min(fin) if fin else None, max=max(fin) if fin else None,
+                               first_nonfinite_step=bad.step if bad else None,
+                               first_nonfinite_line=bad.line if bad else None)
+    return out
+
+
+def _sharpen(rule_sharpen: list[str], ctx: Context) -> list[str]:
+    out = list(rule_sharpen)
+    if not ctx.facts.find("versions.verl") and not any(f.key.startswith("versions.") for f in ctx.facts.facts):
+        out.append("framework and engine versions (pip list | grep -E 'verl|slime|vllm|sglang|torch|deepspeed|megatron')")
+    if len(ctx.facts) == 0:
+        out.append("the full config or launch command of the run")
+    if not ctx.metrics.series:
+        out.append("the per-step metric lines around the failure")
+    return list(dict.fromkeys(out))[:6]
+
+
+def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[Finding]:
+    by_symptom: dict[str, list[RuleHit]] = {}
+    for h in hits:
+        by_symptom.setdefault(h.rule.symptom, []).append(h)
+    findings = []
+    for symptom, hs in by_symptom.items():
+        hs.sort(key=lambda h: -h.score)
+        top = hs[0]
+        nos: list[int] = []
+        for h in hs:
+            for n in h.lines:
+                if n not in nos:
+                    nos.append(n)
+        causes = [Cause(rule_id=h.rule.id, title=h.rule.title, why=h.rule.why, fix=h.rule.fix.summary,
+                        verified=h.rule.verified, matched=[r.note for r in h.results][:4]) for h in hs[:4]]
+        nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
+        score = top.score + 0.3 * min(3, len(hs) - 1)
+        findings.append(Finding(
+            symptom=symptom, title=top.rule.title, confidence=top.rule.confidence,
+            evidence=_evidence(lines, sorted(nos[:MAX_EVIDENCE])), causes=causes, fix=top.rule.fix.summary,
+            patch=top.rule.fix.patch, next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx),
+            score=round(score, 2)))
+    findings.sort(key=lambda f: -f.score)
+    return findings
+
+
+def _summary(findings: list[Finding], cov: Coverage) -> str:
+    if not findings:
+        what = ", ".join(cov.formats) or "no known log or config format"
+        return (f"No known failure pattern matched in {cov.lines_read} lines ({what}; {cov.metric_lines} metric lines, "
+                f"{cov.event_lines} error/event lines, {cov.config_facts} config facts). This is not a verdict that "
+                "the run is healthy: paste the lines around the failure, the per-step metrics and the launch command.")
+    f = findings[0]
+    ev = f.evidence[0] if f.evidence else None
+    s = f"Most likely: {f.symptom} - {f.title} ({f.confidence} confidence)."
+    if ev:
+        s += f" Evidence: line {ev.line}: {ev.text[:140]}."
+    s += f" Fix: {f.fix}"
+    if len(findings) > 1:
+        s += " Also: " + "; ".join(f"{x.symptom} ({x.title})" for x in findings[1:3]) + "."
+    if cov.skipped:
+        s += " Note: " + "; ".join(cov.skipped[:2]) + "."
+    return s
+
+
+def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipped: list[str] | None = None,
+                rules: RuleBase | None = None, max_findings: int = 10) -> TriageResult:
+    """Triage decoded text. Pure: no I/O. See :func:`triage` for the arguments."""
+    rb = rules or default_rules()
+    ctx, lines = build_context(s, hint)
+    hits = [h for r in rb if (h := evaluate(r, ctx)) is not None]
+    findings = _group(hits, ctx, lines)
+    used = set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
+    not_understood = [ln for ln in lines if ln.text.strip() and ln.no not in used and not ln.text.lstrip().startswith("#")]
+    skipped = list(skipped or [])
+    cut = [ln.no for ln in lines if ln.cut]
+    if cut:
+        skipped.append(f"{len(cut)} line(s) longer than {MAX_LINE_CHARS} characters were cut (first: line {cut[0]})")
+    if not s.strip():
+        skipped.append("the input is empty")
+    config_keys = sorted({f.key for f in ctx.facts.facts})
+    cov = Coverage(
+        input=label, bytes_read=len(s.encode("utf-8", "replace")), lines_read=len(lines),
+        formats=sorted(ctx.metrics.formats | ctx.facts.formats | ({"python-traceback"} if ctx.events_of("traceback") else set())),
+        metric_lines=len(ctx.metrics.lines), event_lines=len({n for e in ctx.events for n in e.lines}),
+        config_facts=len(ctx.facts), lines_not_understood=len(not_understood),
+        not_understood_sample=_evidence(lines, [ln.no for ln in not_understood[:5]]), skipped=skipped,
+        unknown_config_keys=config_keys[:50])
+    truncated = len(findings) > max_findings
+    findings = findings[:max_findings]
+    return TriageResult(summary=_summary(findings, cov), findings=findings, metrics=_series_summary(ctx.metrics),
+                        coverage=cov, truncated=truncated)
+
+
+def triage(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
+           max_findings: int = 10) -> TriageResult:
+    """Triage a training log, config or launch script given as text or as a path.
+
+    Args:
+        text: pasted text (a log, YAML/JSON config, or shell script). Exactly one of text/path.
+        path: a file to read (extension .yaml/.yml/.json/.sh selects config parsing; else sniffed).
+        rules: rule base to use (default: packaged rules plus GRPO_DEBUG_RULES packs).
+        max_findings: findings kept, most likely first (``truncated`` says when more were found).
+
+    Returns:
+        TriageResult (DESIGN.md contract). Never empty-and-silent: with no finding the summary says
+        what was read and what to paste next.
+
+    Raises:
+        InputError: neither or both arguments, or a path that is missing, a directory or unreadable.
+    """
+    s, label, skipped, hint = read_input(text, path)
+    return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings)

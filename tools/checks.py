@@ -1,0 +1,169 @@
+"""Named checks over config facts: arithmetic a single key predicate cannot express.
+
+Each check takes a :class:`FactSet` and params and returns ``(lines, message)`` or None. Formulas and
+defaults are the frameworks' own, with their source in the docstring.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from grpo_debug.tools.config_facts import Fact, FactSet
+
+Result = tuple[list[int], str] | None
+
+
+def _num(f: Fact | None, default: Any = None) -> Any:
+    if f is None:
+        return default
+    v = f.value
+    if isinstance(v, list) and v:
+        v = v[0]
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def _lines(*facts: Fact | None) -> list[int]:
+    return sorted({f.line for f in facts if f is not None})
+
+
+def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
+    """verl normalises the actor mini-batch per rank: ppo_mini_batch_size * rollout.n // (world_size // sp).
+
+    verl/workers/fsdp_workers.py (``_normalize_config``) then asserts/derives
+    gradient_accumulation = mini // ppo_micro_batch_size_per_gpu; a per-rank mini-batch smaller than the
+    micro-batch gives 0 accumulation steps (division by zero in the loss scale -> NaN grad norm) or an
+    assertion, depending on the version. Defaults (verl ppo_trainer.yaml): rollout.n 1,
+    trainer.n_gpus_per_node 8, trainer.nnodes 1, ulysses_sequence_parallel_size 1.
+    """
+    mini = fs.get("actor_rollout_ref.actor.ppo_mini_batch_size", "actor.ppo_mini_batch_size")
+    micro = fs.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu")
+    if _num(mini) is None or _num(micro) is None:
+        return None
+    if fs.value("use_dynamic_bsz") is True:
+        return None
+    n = fs.get("actor_rollout_ref.rollout.n")
+    gpn = fs.get("trainer.n_gpus_per_node")
+    nn = fs.get("trainer.nnodes")
+    sp = fs.get("actor_rollout_ref.actor.ulysses_sequence_parallel_size")
+    world = _num(gpn, 8) * _num(nn, 1)
+    per_rank = _num(mini) * _num(n, 1) // max(1, world // _num(sp, 1))
+    if per_rank < _num(micro):
+        return (_lines(mini, micro, n, gpn, nn),
+                f"per-rank mini-batch = ppo_mini_batch_size {_num(mini)} x rollout.n {_num(n, 1)} / "
+                f"{world} GPUs = {per_rank} samples, below ppo_micro_batch_size_per_gpu {_num(micro)}")
+    if per_rank % _num(micro):
+        return (_lines(mini, micro, n, gpn, nn),
+                f"per-rank mini-batch {per_rank} is not divisible by ppo_micro_batch_size_per_gpu {_num(micro)}")
+    return None
+
+
+def _real_gpus_per_node(fs: FactSet) -> Fact | None:
+    return fs.get("cluster.gpus_per_node") or fs.get("ray_start.num_gpus")
+
+
+def slime_colocate_gpus_per_node(fs: FactSet) -> Result:
+    """slime/Relax colocate mode lays engines out by ``--num-gpus-per-node`` (default 8; slime
+    arguments.py: "must be set if using fewer than 8 GPUs per node in colocate mode")."""
+    colocate = fs.get("colocate")
+    if colocate is None or colocate.value is not True or fs.get("num_gpus_per_node"):
+        return None
+    real = _real_gpus_per_node(fs)
+    apn = fs.get("actor_num_gpus_per_node")
+    gpn = _num(real) if real else _num(apn)
+    if gpn is None or gpn >= 8:
+        return None
+    return (_lines(colocate, real, apn, fs.get("actor_num_nodes")),
+            f"--colocate on nodes with {gpn} GPUs but --num-gpus-per-node is not set (default 8)")
+
+
+def slime_gpus_exceed_cluster(fs: FactSet) -> Result:
+    """slime FAQ: colocate needs actor_num_nodes x actor_num_gpus_per_node GPUs; decoupled needs that
+    plus rollout_num_gpus. Compared with a stated cluster (comment or ``ray start --num-gpus``)."""
+    apn, an = fs.get("actor_num_gpus_per_node"), fs.get("actor_num_nodes")
+    if apn is None and an is None:
+        return None
+    nodes, gpn = fs.get("cluster.nodes"), _real_gpus_per_node(fs)
+    if gpn is None:
+        return None
+    total = _num(nodes, 1) * _num(gpn)
+    need = _num(an, 1) * _num(apn, 8)
+    colo = fs.get("colocate")
+    rg = fs.get("rollout_num_gpus")
+    if not (colo and colo.value is True):
+        need += _num(rg, 0)
+    if need > total:
+        return (_lines(apn, an, rg, nodes, gpn), f"the job needs {need} GPUs but the stated cluster has {total}")
+    return None
+
+
+def deepspeed_single_dp_rank(fs: FactSet) -> Result:
+    """ZeRO-3 on one data-parallel rank: train_batch_size == micro_batch x grad_accum x dp gives dp=1
+    (DeepSpeed batch identity, deepspeed/runtime/config.py); ZeRO partitions over dp ranks only."""
+    stage = fs.get("zero_optimization.stage", "zero_stage", "zero_optimization_stage")
+    if _num(stage) != 3:
+        return None
+    tbs, mb, ga = fs.get("train_batch_size"), fs.get("train_micro_batch_size_per_gpu"), fs.get("gradient_accumulation_steps")
+    if None in (_num(tbs), _num(mb), _num(ga)):
+        ws = fs.get("world_size", "nproc_per_node", "num_gpus")
+        if _num(ws) == 1:
+            return (_lines(stage, ws), "ZeRO stage 3 with a single GPU")
+        return None
+    dp = _num(tbs) // max(1, _num(mb) * _num(ga))
+    if dp == 1:
+        return (_lines(stage, tbs, mb, ga), f"train_batch_size {_num(tbs)} = micro {_num(mb)} x accumulation "
+                f"{_num(ga)} x dp 1: ZeRO stage 3 on one data-parallel rank")
+    return None
+
+
+def deepspeed_clipping_disabled(fs: FactSet) -> Result:
+    """DeepSpeed gradient clipping off: ``gradient_clipping`` explicitly 0, or absent from a DeepSpeed
+    config (GRADIENT_CLIPPING_DEFAULT was 0.0 = disabled until DeepSpeed PR #8068 made it 1.0).
+    The DeepSpeed config print (``gradient_clipping ...... 0.0``) shows the effective value."""
+    gc = fs.get("gradient_clipping")
+    if gc is not None:
+        v = gc.value
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0:
+            return ([gc.line], f"gradient_clipping = {v}: DeepSpeed does not clip gradients")
+        return None
+    ds = [f for f in fs.facts if f.key.lower().startswith("zero_optimization") and f.origin in ("json", "yaml")]
+    if ds:
+        return ([ds[0].line], "the DeepSpeed config has no gradient_clipping entry (old default 0.0 = no clipping)")
+    return None
+
+
+GROUP_KEYS = ("actor_rollout_ref.rollout.n", "n_samples_per_prompt", "num_generations", "rollout_n", "n_samples_per_prompt")
+
+
+def group_size_below(fs: FactSet, min: int = 4) -> Result:
+    """GRPO group size (samples per prompt) below ``min``: with 1 the group-normalised advantage is
+    0 (verl: mean 0/std 1 branch) or the raw reward (REINFORCE without a baseline; rllm #605)."""
+    f = fs.get(*GROUP_KEYS)
+    if _num(f) is None or _num(f) >= min:
+        return None
+    est = fs.get("adv_estimator", "advantage_estimator", "rl_algorithm")
+    if est is not None and str(est.value).lower() not in ("grpo", "gspo", "dapo", "rloo", "drgrpo", "grpo_passk"):
+        return None
+    if est is None and f.key.lower().endswith("rollout.n"):
+        return None
+    return (_lines(f, est), f"{f.key} = {_num(f)} samples per prompt (< {min})")
+
+
+def lora_rank_with_vllm(fs: FactSet, min: int = 64) -> Result:
+    """LoRA rank >= ``min`` with a vLLM rollout (verl issue #6782: no EOS at rank 64, fine at 32)."""
+    r = fs.get("lora_rank", "lora_r", "r")
+    if _num(r) is None or _num(r) < min:
+        return None
+    eng = fs.get("actor_rollout_ref.rollout.name", "rollout.name", "use_vllm")
+    if eng is None or str(eng.value).lower() not in ("vllm", "true"):
+        return None
+    return (_lines(r, eng), f"LoRA rank {_num(r)} with a vLLM rollout")
+
+
+CHECKS: dict[str, Callable[..., Result]] = {
+    "verl_micro_exceeds_mini_per_rank": verl_micro_exceeds_mini_per_rank,
+    "slime_colocate_gpus_per_node": slime_colocate_gpus_per_node,
+    "slime_gpus_exceed_cluster": slime_gpus_exceed_cluster,
+    "deepspeed_single_dp_rank": deepspeed_single_dp_rank,
+    "deepspeed_clipping_disabled": deepspeed_clipping_disabled,
+    "group_size_below": group_size_below,
+    "lora_rank_with_vllm": lora_rank_with_vllm,
+}

@@ -1,0 +1,290 @@
+"""Config facts: every setting found in a config file, a launch script or a pasted log, with its line.
+
+Sources, in order of precedence inside one input:
+
+- a whole-file YAML or JSON document (Hydra/verl YAML, DeepSpeed JSON, accelerate YAML): nested keys
+  flattened with ``.``; line numbers from the YAML node marks;
+- JSON blocks embedded in a log (a ``{`` line up to its closing ``}``), flattened the same way;
+- verl/Hydra overrides ``a.b.c=v`` (also ``+a.b=v`` / ``++a.b=v``) anywhere in a command;
+- ``--flags`` of launch commands (python/torchrun/deepspeed/ray/sglang/vllm lines, their ``\\``
+  continuations and bash arrays ``ARGS=( ... )``): ``--num-gpus-per-node 4`` -> ``num_gpus_per_node=4``,
+  a flag without a value -> ``True``, several values -> a list; flags of ``ray start`` are also
+  recorded under ``ray_start.``;
+- ``Name(k=v, ...)`` reprs (TrainingArguments, GRPOConfig, vLLM engine config) and ``k=v`` lists;
+- DeepSpeed config prints ``[config.py:NNN:print]   gradient_clipping ...... 0.0``;
+- ``export KEY=VAL`` and leading ``KEY=VAL cmd`` environment assignments;
+- ``pip list`` / ``pip show`` lines -> ``versions.<package>``;
+- a stated cluster in a comment (``# cluster: 2 nodes, 4 x A100``) -> ``cluster.nodes`` /
+  ``cluster.gpus_per_node``.
+
+A key is compared case-insensitively; a rule key matches a fact key equal to it or ending with
+``.<key>`` (so ``gradient_clipping`` matches a DeepSpeed JSON top-level key and ``rollout.n`` matches
+``actor_rollout_ref.rollout.n``).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from grpo_debug.tools.normalize import Line
+
+
+@dataclass(slots=True)
+class Fact:
+    key: str
+    value: Any
+    line: int
+    origin: str
+    text: str = ""
+
+
+@dataclass
+class FactSet:
+    facts: list[Fact] = field(default_factory=list)
+    formats: set[str] = field(default_factory=set)
+
+    def add(self, key: str, value: Any, line: int, origin: str, text: str = "") -> None:
+        self.facts.append(Fact(key.strip(), value, line, origin, text.strip()[:300]))
+
+    def find(self, key: str) -> list[Fact]:
+        """Facts whose key equals ``key`` or ends with ``.key`` (case-insensitive); last wins order."""
+        k = key.lower()
+        return [f for f in self.facts if (fk := f.key.lower()) == k or fk.endswith("." + k)]
+
+    def get(self, *keys: str) -> Fact | None:
+        """The last fact set for any of ``keys`` (later settings override earlier ones)."""
+        found = [f for k in keys for f in self.find(k)]
+        return max(found, key=lambda f: f.line) if found else None
+
+    def value(self, *keys: str, default: Any = None) -> Any:
+        f = self.get(*keys)
+        return f.value if f else default
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+
+_BOOL = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}
+
+
+def parse_scalar(v: Any) -> Any:
+    """'1.0' -> 1.0, 'True' -> True, 'null' -> None, quoted strings unquoted; others unchanged."""
+    if not isinstance(v, str):
+        return v
+    s = v.strip().rstrip(",").strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        s = s[1:-1]
+    low = s.lower()
+    if low in _BOOL:
+        return _BOOL[low]
+    if low in ("null", "none", "~"):
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def _flatten_node(node: yaml.Node, prefix: str, out: list[tuple[str, Any, int]]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = f"{prefix}.{k.value}" if prefix else str(k.value)
+            if isinstance(v, yaml.ScalarNode):
+                val = yaml.safe_load(yaml.serialize(v)) if v.tag != "tag:yaml.org,2002:str" else v.value
+                out.append((key, val, k.start_mark.line + 1))
+            elif isinstance(v, yaml.SequenceNode) and all(isinstance(x, yaml.ScalarNode) for x in v.value):
+                out.append((key, [parse_scalar(x.value) for x in v.value], k.start_mark.line + 1))
+            else:
+                _flatten_node(v, key, out)
+
+
+def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
+    """Flatten a YAML/JSON mapping document into (key, value, 1-based line). None if not a mapping."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        out: list[tuple[str, Any, int]] = []
+        lines = text.splitlines()
+
+        def walk(d: dict, prefix: str) -> None:
+            for k, v in d.items():
+                key = f"{prefix}.{k}" if prefix else str(k)
+                if isinstance(v, dict):
+                    walk(v, key)
+                else:
+                    no = next((i + 1 for i, l in enumerate(lines) if f'"{k}"' in l), 1)
+                    out.append((key, v, no))
+        walk(data, "")
+        return out
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    out = []
+    _flatten_node(node, "", out)
+    return out
+
+
+_OVERRIDE = re.compile(r"(?:^|\s)\+{0,2}([A-Za-z_]\w*(?:\.[\w-]+)+)=(\"[^\"]*\"|'[^']*'|\S*)")
+_CMD_HINT = re.compile(
+    r"(?:^|[\s/$+])(?:python3?|torchrun|deepspeed|accelerate|ray (?:start|job submit)|launch_server|vllm serve|"
+    r"sglang|train\w*\.py|pretrain\w*\.py|main_ppo|openrlhf|\w+\.sh)\b")
+_FLAG = re.compile(r"^--([A-Za-z][\w.-]*)(?:=(.*))?$")
+_KWREPR = re.compile(r"\b([A-Z]\w*(?:Config|Arguments|Args))\((.*)\)")
+_KV = re.compile(r"(?<![\w.])([a-z_][\w]*)=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^,\s)]+)")
+_DS_PRINT = re.compile(r"\[config\.py:\d+:print\]\s+(\w+)\s+\.{2,}\s*(.*)$")
+_ENV = re.compile(r"^(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\S*)")
+_PIP_LIST = re.compile(r"^([A-Za-z][\w.-]*)\s+(\d+(?:\.\d+)+[\w.+-]*)\s*$")
+_PIP_SHOW = re.compile(r"pip show (\S+)\s*->\s*Version:\s*(\S+)|^Version:\s*(\S+)")
+_CLUSTER = re.compile(r"(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(?:x\s*)?(?:[\w-]+\s+)*?GPUs?|"
+                      r"(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)
+_ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
+
+
+def _tokens(s: str) -> list[str]:
+    try:
+        return shlex.split(s, comments=True)
+    except ValueError:
+        return s.split()
+
+
+def _add_flags(tokens: list[str], no: int, text: str, fs: FactSet, prefix: str = "") -> None:
+    i = 0
+    while i < len(tokens):
+        m = _FLAG.match(tokens[i])
+        if not m or tokens[i] in ("-", "--"):
+            i += 1
+            continue
+        name = m.group(1).replace("-", "_")
+        if m.group(2) is not None:
+            val: Any = parse_scalar(m.group(2))
+            i += 1
+        else:
+            vals = []
+            j = i + 1
+            while j < len(tokens) and not _FLAG.match(tokens[j]) and tokens[j] not in ("\\", "--"):
+                vals.append(parse_scalar(tokens[j]))
+                j += 1
+            if len(vals) > 1 and not _CMD_HINT.search(" ".join(map(str, vals))):
+                val = vals
+            elif vals and not (isinstance(vals[0], str) and ("=" in vals[0] and "." in vals[0].split("=")[0])):
+                val = vals[0]
+                j = i + 2
+            else:
+                val = True
+                j = i + 1
+            i = j
+        fs.add(prefix + name, val, no, "flag", text)
+        if prefix:
+            fs.add(name, val, no, "flag", text)
+
+
+def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None) -> FactSet:
+    """All config facts of an input. ``whole_text`` is parsed as a YAML/JSON document when it is one."""
+    fs = FactSet()
+    doc_lines: set[int] = set()
+    if whole_text is not None and fmt_hint in ("yaml", "json", None):
+        flat = flatten_document(whole_text) if fmt_hint or whole_text.lstrip().startswith(("{", "#", "-")) or \
+            re.match(r"^\s*[\w.-]+:\s", whole_text) else None
+        if flat and len(flat) >= 2:
+            for key, val, no in flat:
+                fs.add(key, parse_scalar(val) if isinstance(val, str) else val, no,
+                       "json" if whole_text.lstrip().startswith("{") else "yaml",
+                       lines[no - 1].text if 0 < no <= len(lines) else "")
+                doc_lines.add(no)
+            fs.formats.add("json-config" if whole_text.lstrip().startswith("{") else "yaml-config")
+    in_cmd = False
+    in_array = False
+    json_buf: list[Line] = []
+    for ln in lines:
+        t = ln.text
+        s = t.strip()
+        if not s:
+            in_cmd = False
+            continue
+        # embedded JSON blocks (e.g. `cat ds_config.json` in a log)
+        if not doc_lines and (json_buf or (s == "{" and not t.startswith(" "))):
+            json_buf.append(ln)
+            if s == "}" and not t.startswith(" "):
+                body = "\n".join(x.text for x in json_buf)
+                flat = flatten_document(body)
+                if flat:
+                    for key, val, no in flat:
+                        real = json_buf[no - 1] if 0 < no <= len(json_buf) else json_buf[0]
+                        fs.add(key, val, real.no, "json", real.text)
+                    fs.formats.add("embedded-json")
+                json_buf = []
+            elif len(json_buf) > 400:
+                json_buf = []
+            continue
+        if ln.no in doc_lines:
+            continue
+        comment = s.startswith("#")
+        if comment:
+            m = _CLUSTER.search(s)
+            if m:
+                nodes = m.group(1) or m.group(3)
+                gpn = m.group(2) or m.group(4)
+                fs.add("cluster.nodes", int(nodes), ln.no, "comment", t)
+                fs.add("cluster.gpus_per_node", int(gpn), ln.no, "comment", t)
+            continue
+        # DeepSpeed config print
+        m = _DS_PRINT.search(t)
+        if m:
+            fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "deepspeed-print", t)
+            fs.formats.add("deepspeed-config-print")
+            continue
+        m = _ENV.match(s)
+        if m and not s.startswith("export") and "(" not in s[: m.end()]:
+            fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "env", t)
+        elif m:
+            fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "env", t)
+        m = _PIP_LIST.match(s)
+        if m and not s.startswith(("-", "#")) and m.group(1).lower() not in ("step", "iteration"):
+            fs.add("versions." + m.group(1).lower(), m.group(2), ln.no, "pip", t)
+            continue
+        m = _PIP_SHOW.search(s)
+        if m:
+            if m.group(1):
+                fs.add("versions." + m.group(1).lower(), m.group(2), ln.no, "pip", t)
+            continue
+        starts_array = _ARRAY_START.match(s)
+        is_cmd = bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or in_cmd or in_array or bool(starts_array)
+        if is_cmd:
+            body = s[2:] if s.startswith(("$ ", "+ ")) else s
+            if starts_array:
+                in_array = True
+                body = starts_array.group(1)
+            if in_array and body.rstrip().endswith(")") and body.count("(") < body.count(")"):
+                in_array = False
+                body = body.rstrip()[:-1]
+            toks = _tokens(body)
+            prefix = "ray_start." if "ray start" in body else ""
+            _add_flags(toks, ln.no, t, fs, prefix)
+            for key, val in _OVERRIDE.findall(" " + body):
+                fs.add(key, parse_scalar(val), ln.no, "override", t)
+                fs.formats.add("hydra-overrides")
+            in_cmd = s.endswith("\\")
+            fs.formats.add("launch-command")
+        m = _KWREPR.search(t)
+        if m:
+            for key, val in _KV.findall(m.group(2)):
+                fs.add(key, parse_scalar(val), ln.no, "kwargs", t)
+            fs.formats.add("kwargs-repr")
+        elif not is_cmd and len(_KV.findall(t)) >= 2 and not t.lstrip().startswith(("{", "[")):
+            for key, val in _KV.findall(t):
+                fs.add(key, parse_scalar(val), ln.no, "kwargs", t)
+    return fs

@@ -1,0 +1,1 @@
+"""Bundled example logs (package data), used by `grpo-debug triage --example`."""

@@ -1,0 +1,192 @@
+"""Evaluate rules against what the engine extracted from one input (a :class:`Context`).
+
+A rule fires when every ``all`` signal holds, at least one ``any`` signal holds (if there are any) and
+no ``none`` signal holds. The hit carries the evidence lines of the signals that held and a score used
+for ranking: rule confidence, the number of distinct signal kinds that held (a log event plus a config
+fact beats either alone) and the rule's ``priority`` nudge.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from grpo_debug.skills.schema import (CheckSignal, ConfigSignal, DetectorSignal, EventSignal, Match, QuerySignal,
+                                      RegexSignal, Rule)
+from grpo_debug.tools.checks import CHECKS
+from grpo_debug.tools.config_facts import FactSet
+from grpo_debug.tools.detectors import DETECTORS
+from grpo_debug.tools.events import Event
+from grpo_debug.tools.metrics import MetricTable
+from grpo_debug.tools.normalize import Line
+
+CONF_WEIGHT = {"high": 3.0, "medium": 2.0, "low": 1.0}
+KIND_WEIGHT = {"event": 1.5, "detector": 1.5, "check": 1.5, "config": 1.0, "regex": 1.0, "query": 0.5}
+
+
+@dataclass
+class Context:
+    lines: list[Line]
+    events: list[Event]
+    metrics: MetricTable
+    facts: FactSet
+    query: str = ""
+    _by_kind: dict[str, list[Event]] = field(default_factory=dict)
+
+    def events_of(self, kind: str) -> list[Event]:
+        if not self._by_kind:
+            for e in self.events:
+                self._by_kind.setdefault(e.kind, []).append(e)
+        return self._by_kind.get(kind, [])
+
+
+@dataclass
+class SignalResult:
+    lines: list[int]
+    note: str
+    kind: str
+
+
+@dataclass
+class RuleHit:
+    rule: Rule
+    results: list[SignalResult]
+    score: float
+
+    @property
+    def lines(self) -> list[int]:
+        seen: list[int] = []
+        for r in self.results:
+            for n in r.lines:
+                if n not in seen:
+                    seen.append(n)
+        return seen
+
+
+@lru_cache(maxsize=4096)
+def _rx(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    return re.compile(pattern, re.I if ignore_case else 0)
+
+
+def _cmp(op: str, a: Any, b: Any) -> bool:
+    if op in ("missing", "present"):
+        raise AssertionError("handled by caller")
+    if op == "truthy":
+        return bool(a) and str(a).lower() not in ("false", "0", "none", "off")
+    if op == "falsy":
+        return not a or str(a).lower() in ("false", "0", "none", "off")
+    if op == "regex":
+        return re.search(str(b), str(a), re.I) is not None
+    if op in ("in", "not_in"):
+        vals = [str(x).lower() for x in (b if isinstance(b, list) else [b])]
+        return (str(a).lower() in vals) == (op == "in")
+    if isinstance(a, str) and isinstance(b, str):
+        a, b = a.lower(), b.lower()
+    if op in ("eq", "ne"):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+            res = float(a) == float(b)
+        else:
+            res = a == b or str(a).lower() == str(b).lower()
+        return res if op == "eq" else not res
+    fn = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge}[op]
+    try:
+        return fn(float(a), float(b))
+    except (TypeError, ValueError):
+        return False
+
+
+def eval_signal(sig, ctx: Context) -> SignalResult | None:
+    """Evaluate one signal; None when it does not hold."""
+    if isinstance(sig, RegexSignal):
+        rx = _rx(sig.pattern, sig.ignore_case)
+        hits = [ln.no for ln in ctx.lines if ln.text and rx.search(ln.text)]
+        return SignalResult(hits[: sig.max_lines], f"log matches /{sig.pattern}/", "regex") if hits else None
+    if isinstance(sig, EventSignal):
+        evs = ctx.events_of(sig.event)
+        if sig.message:
+            rx = _rx(sig.message, True)
+            evs = [e for e in evs if rx.search(e.text)]
+        if not evs:
+            return None
+        lines: list[int] = []
+        for e in evs[:3]:
+            if e.kind == "traceback" and e.fields.get("exc_line"):
+                lines += [e.fields["exc_line"], *e.lines[-3:-1]]
+            else:
+                lines += e.lines[:4]
+        for e in evs[:3]:
+            lines += e.fields.get("related", [])[:4]
+        return SignalResult(lines, f"{sig.event} event ({len(evs)}x)", "event")
+    if isinstance(sig, DetectorSignal):
+        fn = DETECTORS.get(sig.detector)
+        if fn is None:
+            return None
+        hit = fn(ctx.metrics, **sig.params)
+        return SignalResult(hit.lines, hit.message, "detector") if hit else None
+    if isinstance(sig, ConfigSignal):
+        facts = [f for k in sig.all_keys() for f in ctx.facts.find(k)]
+        if sig.op == "missing":
+            return None if facts else SignalResult([], f"{sig.all_keys()[0]} is not set", "config")
+        if not facts:
+            return None
+        if sig.op == "present":
+            f = facts[-1]
+            return SignalResult([f.line], f"{f.key} is set ({f.value!r})", "config")
+        last = max(facts, key=lambda f: f.line)  # the effective (last) setting
+        if _cmp(sig.op, last.value, sig.value):
+            return SignalResult([last.line], f"{last.key} = {last.value!r}", "config")
+        return None
+    if isinstance(sig, CheckSignal):
+        fn = CHECKS.get(sig.check)
+        if fn is None:
+            return None
+        res = fn(ctx.facts, **sig.params)
+        return SignalResult(res[0], res[1], "check") if res else None
+    if isinstance(sig, QuerySignal):
+        q = ctx.query.lower()
+        terms = [t for t in sig.terms if t.lower() in q]
+        return SignalResult([], f"question mentions {', '.join(terms)}", "query") if q and terms else None
+    return None
+
+
+def _eval_match(m: Match, ctx: Context, mode: str) -> list[SignalResult] | None:
+    def ok(sig) -> SignalResult | None:
+        if mode == "triage" and isinstance(sig, QuerySignal):
+            return None
+        return eval_signal(sig, ctx)
+
+    results: list[SignalResult] = []
+    for sig in m.all:
+        r = ok(sig)
+        if r is None:
+            return None
+        results.append(r)
+    if m.any:
+        anys = [r for r in (ok(s) for s in m.any) if r is not None]
+        if not anys:
+            return None
+        results += anys
+    for sig in m.none:
+        if ok(sig) is not None:
+            return None
+    if m.either:
+        subs = [r for r in (_eval_match(x, ctx, mode) for x in m.either) if r is not None]
+        if not subs:
+            return None
+        results += max(subs, key=len)
+    results += [r for r in (ok(s) for s in m.support) if r is not None]
+    return results
+
+
+def evaluate(rule: Rule, ctx: Context, *, mode: str = "triage") -> RuleHit | None:
+    """Evaluate ``rule``. In triage mode query signals never hold (they route free-text questions)."""
+    results = _eval_match(rule.match, ctx, mode)
+    if results is None:
+        return None
+    kinds = {r.kind for r in results}
+    score = CONF_WEIGHT[rule.confidence] + sum(KIND_WEIGHT[k] for k in kinds) + 0.5 * rule.priority
+    if rule.kind == "guidance":
+        score -= 1.0
+    return RuleHit(rule, results, score)

@@ -1,0 +1,230 @@
+"""Metric series per step, from the console formats of ../shared/reference/log_formats.md.
+
+Recognised shapes (each matched anywhere in a normalised line, so YAML comments and tqdm-glued lines
+work):
+
+- verl ``step:N - key:value - key:value`` (LocalLogger; ``{v:.3f}`` or full repr, ``np.float64(x)``);
+- a Python/JSON dict after a label: slime/Relax ``step N: {...}``, ``rollout N: {...}``, ``perf N:``,
+  ``eval N:``; OpenRLHF ``Global step N: {...}``;
+- a bare dict line (HF Trainer / TRL / ms-swift ``{'loss': ..., 'grad_norm': ...}``; values may be
+  quoted ``.4g`` strings); the step is the dict's ``step``/``global_step`` key or its ordinal;
+- Megatron-LM ``iteration N/ M | name: value | ...`` (the set of fields per line is kept, so a field
+  that disappears, e.g. ``lm loss`` on a NaN step in Megatron-DeepSpeed, can be detected);
+- DeepSpeed ``OVERFLOW! ... Attempted loss scale: X, reducing to Y`` (series ``deepspeed/loss_scale``)
+  and ``step=N, skipped=K`` progress lines;
+- OpenRLHF tqdm postfixes ``[..., act_loss=0.1, reward=0.5, grad_norm=1.2]``;
+- generic ``global_step: N, name: value, ...`` / ``[step N] name=value`` lines (PaddleNLP and kin).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from grpo_debug.tools.normalize import Line
+
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?"
+
+_VERL = re.compile(r"\bstep:\s*(\d+)\s+-\s+(.+)$")
+_LABEL_DICT = re.compile(r"(?:^|[\s\]:-])((?:critic-)?step|rollout|perf|eval|Global step|global step)\s+(\d+)\s*:\s*(\{.*\})\s*$")
+_BARE_DICT = re.compile(r"^\s*(\{['\"].*\})\s*$")
+_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|(.*)$")
+_DS_OVERFLOW = re.compile(r"OVERFLOW!.*?Attempted loss scale:\s*([\d.e+]+)(?:,\s*reducing to\s*([\d.e+]+))?")
+_DS_PROGRESS = re.compile(r"\bstep=(\d+),\s*skipped=(\d+)")
+_TQDM_POSTFIX = re.compile(r"\|\s*\d+/\d+\s*\[[^\]]*?,\s*((?:[\w/]+=[^,\]]+,?\s*){2,})\]")
+_GENERIC_STEP = re.compile(r"(?:\bglobal_step|\bstep|\biteration|\biter)\s*[:=\s]\s*#?(\d+)\b", re.I)
+_GENERIC_PAIR = re.compile(r"(?<![\w./|-])([A-Za-z_][\w./@-]*)\s*[:=]\s*(" + _NUM + r")(?![\w.])")
+_NP_WRAP = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")
+_BARE_NAN = re.compile(r"(?<!['\"\w])(-?)(nan|inf|NaN|Infinity|-Infinity)(?!['\"\w])")
+
+
+@dataclass(slots=True)
+class Point:
+    step: float
+    value: float
+    line: int
+
+
+@dataclass(slots=True)
+class Record:
+    """One metric line: its format, step, line number and the metric names it carried."""
+
+    fmt: str
+    step: float
+    line: int
+    keys: frozenset[str]
+
+
+@dataclass
+class MetricTable:
+    series: dict[str, list[Point]] = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)
+    formats: set[str] = field(default_factory=set)
+    lines: set[int] = field(default_factory=set)
+
+    def add(self, fmt: str, step: float, line: int, values: dict[str, float]) -> None:
+        if not values:
+            return
+        for k, v in values.items():
+            self.series.setdefault(k, []).append(Point(step, v, line))
+        self.records.append(Record(fmt, step, line, frozenset(values)))
+        self.formats.add(fmt)
+        self.lines.add(line)
+
+    def keys(self, pattern: str | re.Pattern[str]) -> list[str]:
+        rx = re.compile(pattern, re.I) if isinstance(pattern, str) else pattern
+        return [k for k in self.series if rx.search(k)]
+
+
+def to_float(v: object) -> float | None:
+    """A metric value as float: numbers, numeric strings ('0.0123', 'nan', 'inf'), bools excluded."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        s = v.strip().strip("'\"")
+        m = _NP_WRAP.fullmatch(s)
+        if m:
+            s = m.group(1)
+        try:
+            return float(s)
+        except ValueError:
+            return None
+    return None
+
+
+def parse_dict_text(s: str) -> dict | None:
+    """Parse a printed dict (Python repr or JSON), tolerating nan/inf and np.float64(...)."""
+    s = _NP_WRAP.sub(r"\1", s)
+    try:
+        d = json.loads(s)
+        return d if isinstance(d, dict) else None
+    except ValueError:
+        pass
+    t = _BARE_NAN.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", s)
+    try:
+        d = ast.literal_eval(t)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def _numeric(d: dict) -> dict[str, float]:
+    out = {}
+    for k, v in d.items():
+        f = to_float(v)
+        if f is not None:
+            out[str(k)] = f
+    return out
+
+
+def _verl_pairs(rest: str) -> dict[str, float]:
+    out = {}
+    for item in re.split(r"\s+-\s+", rest):
+        k, sep, v = item.strip().rpartition(":")
+        if not sep or not k or " " in k:
+            continue
+        f = to_float(v)
+        if f is not None:
+            out[k] = f
+    return out
+
+
+def _megatron_fields(rest: str) -> dict[str, float]:
+    out = {}
+    for part in rest.split("|"):
+        k, sep, v = part.partition(":")
+        if not sep:
+            continue
+        f = to_float(v.strip().split(" ")[0]) if v.strip() else None
+        if f is not None:
+            out[k.strip()] = f
+    return out
+
+
+def parse_line(ln: Line, table: MetricTable, counters: dict[str, int]) -> bool:
+    """Add the metrics of one normalised line to ``table``. Returns True if the line carried metrics."""
+    t = ln.text
+    if not t or len(t) < 6:
+        return False
+    if "step:" in t:
+        m = _VERL.search(t)
+        if m:
+            vals = _verl_pairs(m.group(2))
+            if vals:
+                table.add("verl", float(m.group(1)), ln.no, vals)
+                return True
+    if "{" in t:
+        m = _LABEL_DICT.search(t)
+        if m:
+            d = parse_dict_text(m.group(3))
+            if d:
+                label = m.group(1).lower()
+                fmt = "openrlhf" if label == "global step" else "slime"
+                table.add(fmt, float(m.group(2)), ln.no, _numeric(d))
+                return True
+        m = _BARE_DICT.match(t)
+        if m:
+            d = parse_dict_text(m.group(1))
+            if d:
+                vals = _numeric(d)
+                if vals:
+                    counters["hf"] = counters.get("hf", 0) + 1
+                    step = vals.get("step", vals.get("global_step", counters["hf"]))
+                    table.add("hf_trainer", float(step), ln.no, vals)
+                    return True
+    if "iteration" in t and "|" in t:
+        m = _MEGATRON.search(t)
+        if m:
+            table.add("megatron", float(m.group(1)), ln.no, _megatron_fields(m.group(2)))
+            return True
+    if "OVERFLOW!" in t:
+        m = _DS_OVERFLOW.search(t)
+        if m:
+            counters["ds_overflow"] = counters.get("ds_overflow", 0) + 1
+            table.add("deepspeed", float(counters["ds_overflow"]), ln.no,
+                      {"deepspeed/loss_scale": float(m.group(2) or m.group(1))})
+            return True
+    if "skipped=" in t:
+        m = _DS_PROGRESS.search(t)
+        if m:
+            table.add("deepspeed", float(m.group(1)), ln.no, {"deepspeed/skipped_steps": float(m.group(2))})
+            return True
+    if "=" in t and "|" in t and "[" in t:
+        m = _TQDM_POSTFIX.search(t)
+        if m:
+            vals = {}
+            for kv in m.group(1).split(","):
+                k, _, v = kv.partition("=")
+                f = to_float(v)
+                if k.strip() and f is not None:
+                    vals[k.strip()] = f
+            if vals:
+                counters["tqdm"] = counters.get("tqdm", 0) + 1
+                table.add("openrlhf_tqdm", float(counters["tqdm"]), ln.no, vals)
+                return True
+    if ":" in t or "=" in t:
+        m = _GENERIC_STEP.search(t)
+        if m:
+            pairs = {k: to_float(v) for k, v in _GENERIC_PAIR.findall(t[m.end():])}
+            pairs = {k: v for k, v in pairs.items() if v is not None}
+            if len(pairs) >= 2:
+                table.add("generic", float(m.group(1)), ln.no, pairs)
+                return True
+    return False
+
+
+def extract_metrics(lines: list[Line]) -> MetricTable:
+    """Metric series of all lines, in input order."""
+    table = MetricTable()
+    counters: dict[str, int] = {}
+    for ln in lines:
+        parse_line(ln, table, counters)
+    return table
+
+
+def is_finite(v: float) -> bool:
+    return not (math.isnan(v) or math.isinf(v))

@@ -1,0 +1,99 @@
+"""Normalise raw log text into lines the extractors can read, keeping 1-based input line numbers.
+
+Applied per physical line, in the order ../shared/reference/log_formats.md section 0 gives: outer
+timestamps (Docker/k8s RFC3339, journald, CI viewers, paste-tool line numbers), ANSI colour codes (also
+the ESC-less ``[36m`` leftovers of pastes), Ray / vLLM multiprocess prefixes ``(Name pid=N, ip=X)``
+(possibly nested), the ``[repeated Nx across cluster]`` dedup suffix and its explanatory tail. CRLF and
+tqdm carriage returns: a physical line rewritten with ``\\r`` keeps only its last non-empty segment, but
+a log line glued after a bar is kept (the text after the last ``\\r``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_LINE_CHARS = 20_000  # a longer line is cut; coverage says so
+
+_ANSI = re.compile(r"(?:\x1b\[|(?<![\w\]])\[(?=[0-9;]*m))[0-9;]*m|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+_OUTER_TS = re.compile(
+    r"^(?:"
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"          # RFC3339 (docker/k8s)
+    r"|\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?\]\s+"                           # CI viewer
+    r"|[A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2} \S+ [\w.-]+(?:\[\d+\])?:\s+"            # journald
+    r"|\[\d{1,7}\]\s+(?=[{(\[]|step|\s*iteration)"                                       # paste line numbers
+    r")"
+)
+_RAY_PREFIX = re.compile(
+    r"^\s*\((?P<name>[A-Za-z_][\w.<>:-]*(?: [\w-]+)?)(?:,?\s*pid=(?P<pid>\d+))?(?:,\s*ip=(?P<ip>[\w.:-]+))?\)\s?"
+)
+_AUTOSCALER = re.compile(r"^\s*\((?:autoscaler|scheduler) \+[\dhms]+\)\s?")
+_RAYLET = re.compile(r"^\s*\(raylet(?:, ip=[\w.:-]+)?\)\s?")
+_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\](?:\s*\(Ray deduplicates logs by default\..*)?\s*$")
+_RANK_PREFIX = re.compile(r"^\[(?:rank|Rank )?\d+\]:\s?")
+_LAUNCHER_PREFIX = re.compile(r"^\[([a-z][\w.-]*)\]\s")  # e.g. "[actor_llm_3] " from process launchers
+
+
+@dataclass(slots=True)
+class Line:
+    """One input line after normalisation. ``no`` is 1-based in the original input."""
+
+    no: int
+    text: str
+    raw: str
+    source: str | None = None
+    repeated: int = 1
+    cut: bool = False
+
+
+def strip_ansi(s: str) -> str:
+    return _ANSI.sub("", s)
+
+
+def normalize_line(raw: str, no: int) -> Line:
+    """Normalise one physical line (without its newline). Never raises."""
+    cut = False
+    s = raw
+    if len(s) > MAX_LINE_CHARS:
+        s, cut = s[:MAX_LINE_CHARS], True
+    if "\r" in s:
+        parts = [p for p in s.split("\r") if p.strip()]
+        s = parts[-1] if parts else ""
+    s = strip_ansi(s)
+    s = _OUTER_TS.sub("", s, count=1)
+    source = None
+    for _ in range(3):  # nested prefixes: (EngineCore_0 pid=1) (VllmWorker TP1 pid=2) ...
+        m = _RAY_PREFIX.match(s)
+        if m and (m.group("pid") or m.group("ip")):
+            source = source or m.group(0).strip()
+            s = s[m.end():]
+            continue
+        m = _AUTOSCALER.match(s) or _RAYLET.match(s)
+        if m:
+            source = source or m.group(0).strip()
+            s = s[m.end():]
+            continue
+        break
+    s = _RANK_PREFIX.sub("", s, count=1)
+    m = _LAUNCHER_PREFIX.match(s)
+    if m:
+        source = source or m.group(0).strip()
+        s = s[m.end():]
+    repeated = 1
+    m = _REPEATED.search(s)
+    if m:
+        repeated = int(m.group(1))
+        s = s[: m.start()]
+    return Line(no=no, text=s.rstrip(), raw=raw, source=source, repeated=repeated, cut=cut)
+
+
+def split_lines(text: str) -> list[str]:
+    """Split on \\n (and \\r\\n); a lone \\r stays inside its line (tqdm rewrites)."""
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def normalize(text: str) -> list[Line]:
+    """Normalise every line of ``text``. Line numbers are 1-based and match the input."""
+    lines = split_lines(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [normalize_line(raw, i + 1) for i, raw in enumerate(lines)]
