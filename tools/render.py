@@ -57,9 +57,18 @@ def _section(label: str, body: RenderableType | str, indent: int = 3) -> Rendera
     return Group(Padding(Text(f"{label}:", style="bold"), (0, 0, 0, indent)), Padding(body, (0, 0, 0, indent + 2)))
 
 
-def _bullets(items: Iterable[str | Text]) -> Text:
-    lines = [Text.assemble("- ", it) for it in items]
-    return Text("\n").join(lines)
+def _rows(rows: Iterable[tuple[str | Text, str | Text]], marker_style: str = "") -> Table:
+    """Marker + text rows with a hanging indent: wrapped text stays right of the marker."""
+    t = Table.grid(padding=(0, 1, 0, 0))
+    t.add_column(no_wrap=True, style=marker_style)
+    t.add_column(overflow="fold")
+    for marker, text in rows:
+        t.add_row(marker, text)
+    return t
+
+
+def _bullets(items: Iterable[str | Text]) -> Table:
+    return _rows(("-", it) for it in items)
 
 
 def finding_renderables(n: int, f: Finding) -> list[RenderableType]:
@@ -67,9 +76,8 @@ def finding_renderables(n: int, f: Finding) -> list[RenderableType]:
                          "  (confidence: ", (f.confidence, _CONF_STYLE.get(f.confidence, "")), ")")
     out: list[RenderableType] = [head]
     if f.evidence:
-        ev = Text("\n").join(
-            Text.assemble((f"L{e.line}: ", "cyan"), e.text, (f"  ({e.source})", "dim") if e.source else "")
-            for e in f.evidence)
+        ev = _rows(((f"L{e.line}:", Text.assemble(e.text, (f"  ({e.source})", "dim") if e.source else ""))
+                    for e in f.evidence), marker_style="cyan")
         out.append(_section("Evidence", ev))
     if f.causes:
         causes = []
@@ -160,7 +168,7 @@ def rule_renderables(page: RulePage) -> list[RenderableType]:
         _section("Fix", page.fix, 0),
     ]
     if page.steps:
-        out.append(Padding(Text("\n").join(Text(f"{i}. {s}") for i, s in enumerate(page.steps, 1)), (0, 0, 0, 2)))
+        out.append(Padding(_rows((f"{i}.", s) for i, s in enumerate(page.steps, 1)), (0, 0, 0, 2)))
     if page.patch:
         out.append(_section("Patch", ", ".join(f"{k}={v}" for k, v in page.patch.items()), 2))
     out.append(_section("Safety", page.safety + (f": {page.safety_note}" if page.safety_note else ""), 2))

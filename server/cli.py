@@ -1,0 +1,253 @@
+"""The ``grpo-debug`` command line: triage a log, read a rule, list rules, run the MCP server.
+
+Start-up stays lean: heavy modules (the triage engine, rich, the MCP SDK) are imported inside the
+sub-command that needs them, never at module top, and nothing here imports torch, ray or pynvml.
+Errors the user can fix print one line ``grpo-debug: error: ...`` to stderr and exit 2; no traceback
+unless ``--debug`` is given.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+PROG = "grpo-debug"
+DEFAULT_EXAMPLE = "verl_grpo_nan"
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as one line, exit status 2."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("grpo-debug")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def _positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {s!r}") from None
+    if not 1 <= v <= 100:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 100, got {v}")
+    return v
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def _width() -> int | None:
+    if sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _out(s: str) -> None:
+    sys.stdout.write(s if s.endswith("\n") else s + "\n")
+
+
+# ---------------------------------------------------------------------------- examples
+
+def example_names() -> list[str]:
+    from importlib.resources import files
+
+    root = files("grpo_debug.tools").joinpath("examples")
+    return sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".log"))
+
+
+def example_path(name: str) -> str:
+    """Filesystem path of a bundled example log (by name, with or without .log)."""
+    from importlib.resources import files
+
+    stem = name[:-4] if name.endswith(".log") else name
+    names = example_names()
+    if stem not in names:
+        raise CliError(f"no bundled example {name!r}; available: {', '.join(names) or 'none'}")
+    # package data lies on disk for source, editable and wheel installs (never zipped)
+    return str(files("grpo_debug.tools").joinpath("examples", f"{stem}.log"))
+
+
+# ---------------------------------------------------------------------------- commands
+
+def cmd_triage(args: argparse.Namespace) -> int:
+    given = [x for x in (args.path is not None, args.example is not None) if x]
+    if len(given) != 1:
+        raise CliError("triage needs exactly one input: a PATH, '-' to read stdin, or --example [NAME] "
+                       f"(bundled: {', '.join(example_names())})")
+
+    from grpo_debug.tools.triage import InputError, triage
+
+    text = path = None
+    if args.example is not None:
+        path = example_path(args.example)
+        label = f"example {args.example}"
+    elif args.path == "-":
+        if sys.stdin is None:
+            raise CliError("'-' given but there is no stdin; pass a PATH instead")
+        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        label = "stdin"
+    else:
+        path = args.path
+        label = path
+    try:
+        result = triage(text=text, path=path, max_findings=args.max_findings)
+    except InputError as e:
+        raise CliError(str(e)) from e
+    except IsADirectoryError:
+        raise CliError(f"{label} is a folder; give a log, config or launch-script file inside it") from None
+    except FileNotFoundError:
+        raise CliError(f"{label} does not exist; check the path, or pipe the text in with "
+                       f"'{PROG} triage -'") from None
+    except PermissionError:
+        raise CliError(f"{label} cannot be read (permission denied); fix its permissions or pipe it "
+                       f"in with '{PROG} triage -'") from None
+    except OSError as e:
+        raise CliError(f"cannot read {label}: {e.strerror or e}; check the path, or pipe the text in with "
+                       f"'{PROG} triage -'") from None
+
+    if args.format == "json":
+        _out(result.model_dump_json(indent=2))
+    else:
+        from grpo_debug.tools.render import render_triage_text
+
+        _out(render_triage_text(result, color=_color(), width=_width()))
+    return 0
+
+
+def _rules():
+    from grpo_debug.skills.loader import default_rules
+
+    return default_rules()
+
+
+def cmd_rule(args: argparse.Namespace) -> int:
+    from grpo_debug.tools.rules_view import UnknownRuleError, find_rule, rule_page
+
+    try:
+        rule = find_rule(_rules(), args.rule_id)
+    except UnknownRuleError as e:
+        raise CliError(f"{e}") from None
+    page = rule_page(rule)
+    if args.format == "json":
+        _out(page.model_dump_json(indent=2))
+    else:
+        from grpo_debug.tools.render import render_rule_text
+
+        _out(render_rule_text(page, color=_color(), width=_width()))
+    return 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    rules = sorted(_rules(), key=lambda r: (r.symptom, r.id))
+    if args.symptom:
+        from grpo_debug.skills.symptoms import SYMPTOMS
+
+        if args.symptom not in SYMPTOMS:
+            raise CliError(f"unknown symptom code {args.symptom!r}; codes: {', '.join(SYMPTOMS)}")
+        rules = [r for r in rules if r.symptom == args.symptom]
+    if args.format == "json":
+        import json
+
+        _out(json.dumps([{"id": r.id, "symptom": r.symptom, "title": r.title} for r in rules], indent=2))
+        return 0
+    if not rules:
+        _out("no rules" + (f" for symptom {args.symptom}" if args.symptom else ""))
+        return 0
+    w_id = max(len(r.id) for r in rules)
+    w_sym = max(len(r.symptom) for r in rules)
+    for r in rules:
+        _out(f"{r.id:<{w_id}}  {r.symptom:<{w_sym}}  {r.title}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from grpo_debug.server.app import build_server  # the MCP SDK is imported only here
+
+    build_server().run("stdio")
+    return 0
+
+
+# ---------------------------------------------------------------------------- parser
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Diagnose RL post-training runs of LLMs (GRPO/PPO on verl, slime, OpenRLHF, TRL, "
+                    "Megatron-LM, DeepSpeed) from logs, configs and launch scripts.")
+    p.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    p.add_argument("--debug", action="store_true", help="show a traceback on internal errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    t = sub.add_parser("triage", help="triage a training log, config or launch script",
+                       description="Find what broke in a run: findings with the lines that prove them, "
+                                   "the cause and the fix.")
+    t.add_argument("path", nargs="?", metavar="PATH", help="file to read, or '-' for stdin")
+    t.add_argument("--example", nargs="?", const=DEFAULT_EXAMPLE, metavar="NAME",
+                   help=f"triage a bundled example log instead (default {DEFAULT_EXAMPLE})")
+    t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
+                   help="at most N findings (1-100, default 10)")
+    t.set_defaults(func=cmd_triage)
+
+    r = sub.add_parser("rule", help="show one rule: what, why, fix, sources",
+                       description="Show one rule of the knowledge base.")
+    r.add_argument("rule_id", metavar="ID")
+    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.set_defaults(func=cmd_rule)
+
+    rs = sub.add_parser("rules", help="list rule ids with symptom and title")
+    rs.add_argument("--symptom", metavar="CODE", help="only rules for this symptom code")
+    rs.add_argument("--format", choices=("text", "json"), default="text")
+    rs.set_defaults(func=cmd_rules)
+
+    s = sub.add_parser("serve", help="run the MCP server over stdio",
+                       description="Run the MCP server (tools triage and explain_rule, rule:// resources) "
+                                   "over stdio, for Claude Code, Cursor, VS Code and other MCP clients.")
+    s.add_argument("--transport", choices=("stdio",), default="stdio")
+    s.set_defaults(func=cmd_serve)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 on usage errors, 0 on --help/--version
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except CliError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. piped into head
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except Exception as e:  # noqa: BLE001 - last resort: one line, no traceback
+        from grpo_debug.skills.loader import RuleBaseError
+
+        if isinstance(e, RuleBaseError):
+            print(f"{PROG}: error: rule base: {e} (check GRPO_DEBUG_RULES)", file=sys.stderr)
+            return 2
+        if args.debug:
+            raise
+        print(f"{PROG}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback "
+              "and report it)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

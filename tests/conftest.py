@@ -1,0 +1,97 @@
+"""Shared fixtures: the anyio backend, a tiny user rule pack, and the shared case folder."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+FIXTURE_RULE_ID = "fixture-grad-norm-not-finite"
+FIXTURE_RULE = f"""\
+id: {FIXTURE_RULE_ID}
+title: Fixture rule for the CLI and server tests
+symptom: nan_inf
+confidence: high
+match:
+  any:
+    - kind: regex
+      pattern: 'grad_norm is not finite'
+what: A test rule that fires on verl's non-finite grad-norm warning.
+why: Exists only so the CLI and MCP tests have a known rule id, whatever the packaged rule base holds.
+fix:
+  summary: Set actor_rollout_ref.actor.optim.clip_grad=1.0 (test text only).
+  steps: ["first step", "second step"]
+  patch: {{actor_rollout_ref.actor.optim.clip_grad: 1.0}}
+  safety: review
+  safety_note: test only
+applies_to:
+  frameworks: [verl]
+sources:
+  - ref: https://example.invalid/fixture
+    status: unverified
+    note: a fixture, not a claim
+examples:
+  - name: fires
+    input: "WARN: rank 0 grad_norm is not finite: nan"
+    expect: match
+  - name: quiet
+    input: "step:1 - actor/grad_norm:0.4"
+    expect: no_match
+"""
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "engine: needs the real triage engine (real findings)")
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def rule_pack(tmp_path, monkeypatch):
+    """A user rule pack with one known rule, loaded through GRPO_DEBUG_RULES; returns the rule id."""
+    from grpo_debug.skills.loader import default_rules
+
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "fixture.yaml").write_text(FIXTURE_RULE, encoding="utf-8")
+    prev = os.environ.get("GRPO_DEBUG_RULES")
+    monkeypatch.setenv("GRPO_DEBUG_RULES", os.pathsep.join(x for x in (prev, str(pack)) if x))
+    default_rules.cache_clear()
+    yield FIXTURE_RULE_ID
+    monkeypatch.undo()
+    default_rules.cache_clear()
+
+
+def shared_dir() -> Path | None:
+    """../shared next to the repo (or $GRPO_DEBUG_SHARED); None when absent, e.g. on a bare clone."""
+    for cand in (os.environ.get("GRPO_DEBUG_SHARED"), REPO.parent / "shared", "/work/shared"):
+        if cand and (Path(cand) / "cases").is_dir():
+            return Path(cand)
+    return None
+
+
+@pytest.fixture
+def shared_root() -> Path | None:
+    return shared_dir()
+
+
+@pytest.fixture
+def shared_case() -> Path:
+    """The input file of one shared case (a verl NaN log); skips when ../shared/cases is missing."""
+    root = shared_dir()
+    case = root / "cases" / "verl-nan-gradnorm-microbatch" if root else None
+    if case is None or not case.is_dir():
+        pytest.skip("shared cases folder not present")
+    return next(p for p in case.iterdir() if p.name.startswith("input."))
+
+
+@pytest.fixture
+def example_log() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("grpo_debug.tools").joinpath("examples", "verl_grpo_nan.log")))

@@ -1,0 +1,176 @@
+"""The MCP server (server/app.py): in process with the SDK's Client, and over stdio as a subprocess."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import anyio
+import pytest
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from grpo_debug.server.app import build_server, find_skill_md
+from grpo_debug.skills.symptoms import SYMPTOMS
+from grpo_debug.tools.models import TriageResult
+
+pytestmark = pytest.mark.anyio
+
+LOG = ("(TaskRunner pid=1234) step:1 - actor/entropy:0.912 - actor/pg_loss:0.012 - actor/grad_norm:0.412\n"
+       "(WorkerDict pid=1240) WARN: rank 0 grad_norm is not finite: nan\n"
+       "(TaskRunner pid=1234) step:2 - actor/entropy:0.905 - actor/pg_loss:-0.004 - actor/grad_norm:nan\n")
+RESULT_KEYS = {"summary", "findings", "metrics", "coverage"}
+
+
+def _text(result) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_tools_are_listed_read_only_with_schemas():
+    async with Client(build_server()) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    assert {"triage", "explain_rule"} <= set(tools)
+    for name in ("triage", "explain_rule"):
+        t = tools[name]
+        assert t.annotations.read_only_hint is True
+        assert t.annotations.idempotent_hint is True and t.annotations.open_world_hint is False
+        assert t.output_schema and t.output_schema["type"] == "object"
+        assert t.title and t.description and len(t.description) < 600
+    tri = tools["triage"]
+    assert RESULT_KEYS <= set(tri.output_schema["properties"])
+    props = tri.input_schema["properties"]
+    assert {"text", "path", "max_findings"} <= set(props)
+    assert all(props[k].get("description") for k in ("text", "path", "max_findings"))
+    assert set(tools["explain_rule"].input_schema["required"]) == {"rule_id"}
+
+
+async def test_triage_text_returns_structured_result():
+    async with Client(build_server()) as c:
+        r = await c.call_tool("triage", {"text": LOG})
+    assert not r.is_error, _text(r)
+    assert RESULT_KEYS <= set(r.structured_content)
+    TriageResult.model_validate(r.structured_content)
+
+
+@pytest.mark.parametrize("args, named", [({}, "text"), ({"text": "", "path": ""}, "path"),
+                                         ({"text": LOG, "path": "/tmp/x.log"}, "path")])
+async def test_triage_needs_exactly_one_input(args, named):
+    async with Client(build_server()) as c:
+        r = await c.call_tool("triage", args)
+    assert r.is_error
+    msg = _text(r)
+    assert f"`{named}`" in msg and "`text`" in msg
+
+
+async def test_triage_max_findings_is_validated():
+    async with Client(build_server()) as c:
+        r = await c.call_tool("triage", {"text": LOG, "max_findings": 0})
+    assert r.is_error
+
+
+async def test_triage_input_error_becomes_tool_error(monkeypatch):
+    import grpo_debug.server.app as app
+    from grpo_debug.tools.triage import InputError
+
+    def boom(**k):
+        raise InputError("/x/run.log: no such file; pass the path of a log")
+
+    monkeypatch.setattr(app, "triage", boom)
+    async with Client(build_server()) as c:
+        r = await c.call_tool("triage", {"path": "/x/run.log"})
+    assert r.is_error and "/x/run.log: no such file" in _text(r)
+
+
+@pytest.mark.engine
+async def test_triage_missing_path_is_a_tool_error(tmp_path):
+    missing = str(tmp_path / "nope.log")
+    async with Client(build_server()) as c:
+        r = await c.call_tool("triage", {"path": missing})
+    assert r.is_error and missing in _text(r)
+
+
+@pytest.mark.engine
+async def test_triage_example_finds_nan(example_log):
+    async with Client(build_server()) as c:
+        r = await c.call_tool("triage", {"path": str(example_log)})
+    assert not r.is_error
+    assert r.structured_content["findings"], r.structured_content["summary"]
+    assert any(f["symptom"] == "nan_inf" for f in r.structured_content["findings"][:3])
+
+
+async def test_explain_rule(rule_pack):
+    async with Client(build_server()) as c:
+        r = await c.call_tool("explain_rule", {"rule_id": rule_pack})
+        assert not r.is_error, _text(r)
+        page = r.structured_content
+        assert page["id"] == rule_pack and page["symptom"] == "nan_inf"
+        assert page["sources"] == [{"ref": "https://example.invalid/fixture", "status": "unverified",
+                                    "note": "a fixture, not a claim"}]
+        assert page["steps"] == ["first step", "second step"] and len(page["examples"]) == 2
+        bad = await c.call_tool("explain_rule", {"rule_id": rule_pack + "x"})
+    assert bad.is_error and rule_pack in _text(bad)
+
+
+async def test_rule_resource(rule_pack):
+    from grpo_debug.skills.loader import default_rules
+
+    packaged = next((r.id for r in default_rules() if r.id != rule_pack), None)
+    async with Client(build_server()) as c:
+        templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
+        assert "rule://{rule_id}" in templates
+        res = await c.read_resource(f"rule://{rule_pack}")
+        assert res.contents[0].mime_type == "text/markdown"
+        md = res.contents[0].text
+        assert md.startswith(f"# {rule_pack}: ") and "## Why" in md and "[unverified]" in md
+        if packaged:  # any rule of the packaged base reads too
+            md = (await c.read_resource(f"rule://{packaged}")).contents[0].text
+            assert md.startswith(f"# {packaged}: ")
+        with pytest.raises(Exception, match="unknown rule id"):
+            await c.read_resource("rule://no-such-rule")
+
+
+async def test_symptom_codes_resource(rule_pack):
+    async with Client(build_server()) as c:
+        uris = {str(r.uri) for r in (await c.list_resources()).resources}
+        assert "symptoms://codes" in uris
+        assert ("skill://grpo-debug/SKILL.md" in uris) == (find_skill_md() is not None)
+        codes = json.loads((await c.read_resource("symptoms://codes")).contents[0].text)
+    assert set(codes) == set(SYMPTOMS)
+    assert rule_pack in codes["nan_inf"]["rules"]
+
+
+async def test_triage_log_prompt():
+    async with Client(build_server()) as c:
+        prompts = {p.name: p for p in (await c.list_prompts()).prompts}
+        assert "triage_log" in prompts
+        got = await c.get_prompt("triage_log", {"log": "step:3 - actor/grad_norm:nan ```"})
+    text = got.messages[0].content.text
+    assert "`triage`" in text and "evidence" in text and "step:3 - actor/grad_norm:nan ```" in text
+
+
+# ---------------------------------------------------------------------------- over stdio
+
+async def test_stdio_server(tmp_path, example_log, shared_root):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "grpo_debug.server.cli", "serve"],
+                                   cwd=str(tmp_path))
+    inputs = [str(example_log)]
+    if shared_root:  # a shared case too, when ../shared/cases is there
+        inputs.append(str(shared_root / "cases" / "verl-nan-gradnorm-microbatch" / "input.log"))
+    with anyio.fail_after(90):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                assert init.server_info.name == "grpo-debug"
+                names = {t.name for t in (await session.list_tools()).tools}
+                assert {"triage", "explain_rule"} <= names
+                for path in inputs:
+                    r = await session.call_tool("triage", {"path": path})
+                    assert not r.is_error, _text(r)
+                    assert RESULT_KEYS <= set(r.structured_content)
+
+
+def test_building_the_server_does_not_import_torch(tmp_path):
+    code = "import sys, grpo_debug.server.app as a; a.build_server(); print('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
