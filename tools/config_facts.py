@@ -199,7 +199,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
     if whole_text is not None and fmt_hint in ("yaml", "json", None):
         flat = flatten_document(whole_text) if fmt_hint or whole_text.lstrip().startswith(("{", "#", "-")) or \
             re.match(r"^\s*[\w.-]+:\s", whole_text) else None
-        if flat and len(flat) >= 2:
+        if flat and (len(flat) >= 2 or fmt_hint):
             for key, val, no in flat:
                 fs.add(key, parse_scalar(val) if isinstance(val, str) else val, no,
                        "json" if whole_text.lstrip().startswith("{") else "yaml",

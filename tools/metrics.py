@@ -127,7 +127,7 @@ def _verl_pairs(rest: str) -> dict[str, float]:
         k, sep, v = item.strip().rpartition(":")
         if not sep or not k or " " in k:
             continue
-        f = to_float(v)
+        f = to_float(v.split()[0]) if v.strip() else None
         if f is not None:
             out[k] = f
     return out

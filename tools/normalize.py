@@ -64,19 +64,19 @@ def normalize_line(raw: str, no: int) -> Line:
     for _ in range(3):  # nested prefixes: (EngineCore_0 pid=1) (VllmWorker TP1 pid=2) ...
         m = _RAY_PREFIX.match(s)
         if m and (m.group("pid") or m.group("ip")):
-            source = source or m.group(0).strip()
+            source = source or m.group(0).strip().strip("()")
             s = s[m.end():]
             continue
         m = _AUTOSCALER.match(s) or _RAYLET.match(s)
         if m:
-            source = source or m.group(0).strip()
+            source = source or m.group(0).strip().strip("()")
             s = s[m.end():]
             continue
         break
     s = _RANK_PREFIX.sub("", s, count=1)
     m = _LAUNCHER_PREFIX.match(s)
     if m:
-        source = source or m.group(0).strip()
+        source = source or m.group(1)
         s = s[m.end():]
     repeated = 1
     m = _REPEATED.search(s)

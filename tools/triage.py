@@ -64,11 +64,11 @@ def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, s
             data = data[:MAX_INPUT_BYTES]
         label = "<text>"
     head = data[:65536]
-    if b"\x00" in head:
-        nul = head.count(b"\x00")
-        if nul > len(head) // 10:
-            skipped.append(f"input looks binary ({nul} NUL bytes in the first {len(head)} bytes); "
-                           "only printable lines were read")
+    ctrl = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
+    if head and ctrl > len(head) // 20:
+        skipped.append(f"input looks binary ({ctrl} control bytes in the first {len(head)} bytes); "
+                       "it is not a text log, so findings are unlikely")
+    if b"\x00" in data:
         data = data.replace(b"\x00", b"")
     s = data.decode("utf-8", errors="replace")
     bad = s.count("\ufffd")
@@ -133,7 +133,10 @@ def _sharpen(rule_sharpen: list[str], ctx: Context) -> list[str]:
     return list(dict.fromkeys(out))[:6]
 
 
-def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[Finding]:
+def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[Finding, int | None]]:
+    """One finding per symptom code, most likely first, each with its key evidence line (the first
+    line of an event/detector/check signal of its top cause, for the summary)."""
+    keyed: list[tuple[Finding, int | None]] = []
     by_symptom: dict[str, list[RuleHit]] = {}
     for h in hits:
         by_symptom.setdefault(h.rule.symptom, []).append(h)
@@ -148,26 +151,31 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[Finding
                     nos.append(n)
         causes = [Cause(rule_id=h.rule.id, title=h.rule.title, why=h.rule.why, fix=h.rule.fix.summary,
                         verified=h.rule.verified, matched=[r.note for r in h.results][:4]) for h in hs[:4]]
+        key = next((n for kinds in (("event", "detector"), ("check", "regex", "config"))
+                    for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
         score = top.score + 0.3 * min(3, len(hs) - 1)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title, confidence=top.rule.confidence,
-            evidence=_evidence(lines, sorted(nos[:MAX_EVIDENCE])), causes=causes, fix=top.rule.fix.summary,
+            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set()))), causes=causes, fix=top.rule.fix.summary,
             patch=top.rule.fix.patch, next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx),
             score=round(score, 2)))
-    findings.sort(key=lambda f: -f.score)
-    return findings
+        keyed.append((findings[-1], key))
+    keyed.sort(key=lambda fk: -fk[0].score)
+    return keyed
 
 
-def _summary(findings: list[Finding], cov: Coverage) -> str:
+def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> str:
     if not findings:
         what = ", ".join(cov.formats) or "no known log or config format"
         return (f"No known failure pattern matched in {cov.lines_read} lines ({what}; {cov.metric_lines} metric lines, "
                 f"{cov.event_lines} error/event lines, {cov.config_facts} config facts). This is not a verdict that "
                 "the run is healthy: paste the lines around the failure, the per-step metrics and the launch command.")
     f = findings[0]
-    ev = f.evidence[0] if f.evidence else None
+    ev = next((e for e in f.evidence if e.line == key), f.evidence[0] if f.evidence else None)
     s = f"Most likely: {f.symptom} - {f.title} ({f.confidence} confidence)."
+    if f.causes and f.causes[0].matched:
+        s += " Signals: " + "; ".join(m for m in f.causes[0].matched[:3]) + "."
     if ev:
         s += f" Evidence: line {ev.line}: {ev.text[:140]}."
     s += f" Fix: {f.fix}"
@@ -184,7 +192,8 @@ def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipp
     rb = rules or default_rules()
     ctx, lines = build_context(s, hint)
     hits = [h for r in rb if (h := evaluate(r, ctx)) is not None]
-    findings = _group(hits, ctx, lines)
+    keyed = _group(hits, ctx, lines)
+    findings = [f for f, _ in keyed]
     used = set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
     not_understood = [ln for ln in lines if ln.text.strip() and ln.no not in used and not ln.text.lstrip().startswith("#")]
     skipped = list(skipped or [])
@@ -203,7 +212,7 @@ def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipp
         unknown_config_keys=config_keys[:50])
     truncated = len(findings) > max_findings
     findings = findings[:max_findings]
-    return TriageResult(summary=_summary(findings, cov), findings=findings, metrics=_series_summary(ctx.metrics),
+    return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None), findings=findings, metrics=_series_summary(ctx.metrics),
                         coverage=cov, truncated=truncated)
 
 
