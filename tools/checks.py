@@ -56,6 +56,39 @@ def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
     return None
 
 
+def verl_train_batch_not_divisible(fs: FactSet) -> Result:
+    """verl ray_trainer._validate_config: real_train_batch_size = data.train_batch_size x rollout.n must be
+    divisible by the minimal batch (n_gpus for FSDP), and data.train_batch_size >= actor ppo_mini_batch_size."""
+    tbs = fs.get("data.train_batch_size")
+    if _num(tbs) is None:
+        return None
+    n = fs.get("actor_rollout_ref.rollout.n")
+    gpn, nn = fs.get("trainer.n_gpus_per_node"), fs.get("trainer.nnodes")
+    mini = fs.get("actor_rollout_ref.actor.ppo_mini_batch_size")
+    gpus = _num(gpn, 8) * _num(nn, 1)
+    real = _num(tbs) * _num(n, 1)
+    if real % gpus:
+        return (_lines(tbs, n, gpn, nn), f"data.train_batch_size {_num(tbs)} x rollout.n {_num(n, 1)} = {real} is not "
+                f"divisible by {gpus} GPUs")
+    if _num(mini) is not None and _num(mini) > _num(tbs):
+        return (_lines(tbs, mini), f"ppo_mini_batch_size {_num(mini)} > data.train_batch_size {_num(tbs)}")
+    return None
+
+
+def verl_strict_on_policy(fs: FactSet) -> Result:
+    """A verl config whose actor update is strictly on-policy: ppo_epochs 1 and ppo_mini_batch_size ==
+    data.train_batch_size (one optimizer step per rollout batch), so log_prob must equal old_log_prob,
+    ppo_kl must be 0 and pg_clipfrac 0 (verl issue #6280)."""
+    tbs, mini = fs.get("data.train_batch_size"), fs.get("actor_rollout_ref.actor.ppo_mini_batch_size")
+    if _num(tbs) is None or _num(mini) is None or _num(tbs) != _num(mini):
+        return None
+    ep = fs.get("actor_rollout_ref.actor.ppo_epochs")
+    if _num(ep, 1) != 1:
+        return None
+    return (_lines(tbs, mini, ep), f"ppo_mini_batch_size == data.train_batch_size == {_num(tbs)} and ppo_epochs 1: "
+            "the update is strictly on-policy")
+
+
 def _real_gpus_per_node(fs: FactSet) -> Fact | None:
     return fs.get("cluster.gpus_per_node") or fs.get("ray_start.num_gpus")
 
@@ -160,6 +193,8 @@ def lora_rank_with_vllm(fs: FactSet, min: int = 64) -> Result:
 
 CHECKS: dict[str, Callable[..., Result]] = {
     "verl_micro_exceeds_mini_per_rank": verl_micro_exceeds_mini_per_rank,
+    "verl_train_batch_not_divisible": verl_train_batch_not_divisible,
+    "verl_strict_on_policy": verl_strict_on_policy,
     "slime_colocate_gpus_per_node": slime_colocate_gpus_per_node,
     "slime_gpus_exceed_cluster": slime_gpus_exceed_cluster,
     "deepspeed_single_dp_rank": deepspeed_single_dp_rank,

@@ -234,6 +234,13 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
             continue
         comment = s.startswith("#")
         if comment:
+            brace = s.find("{")
+            if brace > 0 and s.rstrip().endswith("}"):  # "# ds_config: {...}" annotations in pastes
+                flat = flatten_document(s[brace:])
+                if flat:
+                    for key, val, _ in flat:
+                        fs.add(key, val, ln.no, "json", t)
+                    fs.formats.add("embedded-json")
             m = _CLUSTER.search(s)
             if m:
                 nodes = m.group(1) or m.group(3)

@@ -13,7 +13,9 @@ from grpo_debug.tools.normalize import Line
 
 # kind -> regex (case-sensitive unless (?i) inside); order matters only for reading.
 EVENT_PATTERNS: dict[str, str] = {
-    "cuda_oom": r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA Error: out of memory|"
+    "cuda_oom": r"CUDA out of memory|torch\.(?:cuda\.)?OutOfMemoryError|CUDA [Ee]rror: out of memory|"
+                r"Not enough memory\. Please try to increase --mem-fraction-static|"
+                r"larger than the maximum number of tokens that can be stored in KV cache|"
                 r"CUresult error: 2 \(out of memory\)|HIP out of memory|cudaErrorMemoryAllocation|"
                 r"No available memory for the cache blocks|(?i:not enough (?:gpu )?memory .*kv cache)|"
                 r"(?i:kv cache .*(?:insufficient|not enough))",
@@ -22,6 +24,7 @@ EVENT_PATTERNS: dict[str, str] = {
     "illegal_memory_access": r"(?i:illegal memory access)|Memory access fault|HSA_STATUS_ERROR_EXCEPTION|cudaErrorIllegalAddress",
     "nccl_timeout": r"Watchdog caught collective operation timeout|Process group watchdog thread terminated|"
                     r"ran for \d+ milliseconds before timing out",
+    "shm_exhausted": r"failed to extend /dev/shm|/dev/shm/nccl-\S+ .*(?:No space|failed)|(?i:no space left on device.*shm)",
     "nccl_error": r"NCCL error|NCCL WARN|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|DistBackendError",
     "ray_unschedulable": r"cannot be scheduled right now|pending placement groups?|Total available GPUs \d+ is less than|"
                          r"(?i:waiting for placement group)|Failed to schedule placement group|No available node types can fulfill",
@@ -43,8 +46,9 @@ EVENT_PATTERNS: dict[str, str] = {
     "loss_scale_min": r"Current loss scale already at minimum",
     "watchdog_timeout": r"watchdog timeout \(self\.watchdog_timeout=|couldn't get a response from detokenizer",
     "cuda_graph_capture": r"Capture cuda graph failed|(?i:cuda graph capture failed)",
-    "checkpoint_error": r"latest_checkpointed_iteration\.txt|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict|"
+    "checkpoint_error": r"(?i:(?:no|missing|not found|could not find|does not exist|cannot find)[^\n]{0,80}latest_checkpointed_iteration|latest_checkpointed_iteration\S*[^\n]{0,40}(?:not found|does not exist|missing))|could not find the metadata file|will not load any checkpoints|No such file or directory: \S*(?:model_optim_rng|iter_\d+|mp_rank_\d+|\.safetensors|pytorch_model|checkpoint)|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict|"
                         r"size mismatch for|Error\(s\) in loading state_dict|does not appear to have a file named",
+    "segfault": r"Segmentation fault|SIGSEGV|Signal: 11\b|Fatal Python error: Segmentation",
     "job_failed": r"Job '[^']+' failed|Job entrypoint command failed",
     # not errors, but markers that rules combine with a silent stop (collective_hang)
     "weight_sync": r"(?i:init(?:ialize|ializing)? (?:the )?process group for .*weight|weight[ _-]?sync|"

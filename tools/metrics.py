@@ -31,7 +31,7 @@ _VERL = re.compile(r"\bstep:\s*(\d+)\s+-\s+(.+)$")
 _LABEL_DICT = re.compile(r"(?:^|[\s\]:-])((?:critic-)?step|rollout|perf|eval|Global step|global step)\s+(\d+)\s*:\s*(\{.*\})\s*$")
 _BARE_DICT = re.compile(r"^\s*(\{['\"].*\})\s*$")
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|(.*)$")
-_DS_OVERFLOW = re.compile(r"OVERFLOW!.*?Attempted loss scale:\s*([\d.e+]+)(?:,\s*reducing to\s*([\d.e+]+))?")
+_DS_OVERFLOW = re.compile(r"(?:OVERFLOW!|[Oo]verflow detected|overflow!).*?Attempted loss scale:\s*([\d.e+]+)(?:,\s*(?:but hysteresis.*|reducing to\s*([\d.e+]+)))?")
 _DS_PROGRESS = re.compile(r"\bstep=(\d+),\s*skipped=(\d+)")
 _TQDM_POSTFIX = re.compile(r"\|\s*\d+/\d+\s*\[[^\]]*?,\s*((?:[\w/]+=[^,\]]+,?\s*){2,})\]")
 _GENERIC_STEP = re.compile(r"(?:\bglobal_step|\bstep|\biteration|\biter)\s*[:=\s]\s*#?(\d+)\b", re.I)
@@ -181,7 +181,7 @@ def parse_line(ln: Line, table: MetricTable, counters: dict[str, int]) -> bool:
         if m:
             table.add("megatron", float(m.group(1)), ln.no, _megatron_fields(m.group(2)))
             return True
-    if "OVERFLOW!" in t:
+    if "verflow" in t or "OVERFLOW" in t:
         m = _DS_OVERFLOW.search(t)
         if m:
             counters["ds_overflow"] = counters.get("ds_overflow", 0) + 1

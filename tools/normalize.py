@@ -30,7 +30,7 @@ _AUTOSCALER = re.compile(r"^\s*\((?:autoscaler|scheduler) \+[\dhms]+\)\s?")
 _RAYLET = re.compile(r"^\s*\(raylet(?:, ip=[\w.:-]+)?\)\s?")
 _REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\](?:\s*\(Ray deduplicates logs by default\..*)?\s*$")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|Rank )?\d+\]:\s?")
-_LAUNCHER_PREFIX = re.compile(r"^\[([a-z][\w.-]*)\]\s")  # e.g. "[actor_llm_3] " from process launchers
+_LAUNCHER_PREFIX = re.compile(r"^\[([a-z][\w-]*)\]\s")  # e.g. "[actor_llm_3] " from process launchers
 
 
 @dataclass(slots=True)
