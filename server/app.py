@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -20,6 +20,8 @@ from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.models import TriageResult
 from grpo_debug.tools.render import render_rule_markdown
 from grpo_debug.tools.rules_view import RulePage, UnknownRuleError, find_rule, rule_page
+from grpo_debug.tools.families import FamilyError, FamilyReport, run_family
+from grpo_debug.tools.suggest import Suggestion, suggest
 from grpo_debug.tools.triage import InputError, triage
 
 INSTRUCTIONS = (
@@ -59,8 +61,71 @@ def _opt(s: str | None) -> str | None:
     return s if s else None  # an empty string counts as not given
 
 
+def compact_schema(schema: dict | None, *, descriptions: bool) -> dict | None:
+    """A JSON schema without the per-property ``title`` keywords (and, for output schemas, without
+    ``description``): same validation, a fraction of the bytes in every agent's context. A property
+    *named* title/description (whose value is a schema object) is kept."""
+    if schema is None:
+        return None
+
+    def walk(x):
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()
+                    if not (k == "title" and isinstance(v, str))
+                    and not (k in ("description", "default") and not descriptions and not isinstance(v, dict))}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+    return walk(schema)
+
+
+def shallow_schema(schema: dict | None, depth: int = 1) -> dict | None:
+    """An output schema resolved to ``depth`` levels of nesting; deeper objects become
+    ``{"type": "object"}``. It accepts every value the full schema accepts (the server still validates
+    results against the full pydantic model), at a fraction of the size."""
+    if schema is None:
+        return None
+    defs = schema.get("$defs", {})
+
+    def resolve(x):
+        while isinstance(x, dict) and "$ref" in x:
+            x = defs.get(x["$ref"].rsplit("/", 1)[-1], {"type": "object"})
+        return x
+
+    def walk(x, d):
+        x = resolve(x)
+        if not isinstance(x, dict):
+            return x
+        if "anyOf" in x:
+            return {**{k: v for k, v in x.items() if k != "anyOf"}, "anyOf": [walk(v, d) for v in x["anyOf"]]}
+        if x.get("type") == "object" or "properties" in x:
+            if d >= depth:
+                return {"type": "object"}
+            out = {k: v for k, v in x.items() if k not in ("properties", "$defs", "additionalProperties")}
+            if "properties" in x:
+                out["properties"] = {k: walk(v, d + 1) for k, v in x["properties"].items()}
+            if isinstance(x.get("additionalProperties"), dict):
+                out["additionalProperties"] = walk(x["additionalProperties"], d + 1)
+            return out
+        if x.get("type") == "array" and "items" in x:
+            return {**x, "items": walk(x["items"], d)}
+        return x
+    return walk({k: v for k, v in schema.items() if k != "$defs"}, 0)
+
+
+class GrpoDebugServer(MCPServer):
+    """MCPServer whose tools/list publishes compact schemas (the tool list sits in every agent's context)."""
+
+    async def list_tools(self):
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": compact_schema(t.input_schema, descriptions=True),
+                                     "output_schema": compact_schema(shallow_schema(t.output_schema), descriptions=False)})
+                for t in tools]
+
+
 def build_server() -> MCPServer:
-    server = MCPServer("grpo-debug", title="grpo-debug", version=_version(), instructions=INSTRUCTIONS)
+    server = GrpoDebugServer("grpo-debug", title="grpo-debug", version=_version(), instructions=INSTRUCTIONS,
+                             log_level="WARNING")
 
     @server.tool(
         name="triage",
@@ -91,6 +156,48 @@ def build_server() -> MCPServer:
             return triage(text=text, path=path, max_findings=max_findings)
         except InputError as e:
             raise ToolError(str(e)) from e
+
+    def _family_tool(family: str, ops: tuple[str, ...], description: str, title: str) -> None:
+        def tool(operation, text=None, path=None, gpu=None):
+            try:
+                return run_family(family, operation, text=_opt(text), path=_opt(path), gpu=_opt(gpu))
+            except (FamilyError, InputError) as e:
+                raise ToolError(str(e)) from None
+
+        # real annotation objects (this module uses postponed annotations, which cannot see `ops`)
+        tool.__annotations__ = {
+            "operation": Annotated[Literal[ops + ("rtx4090",)], Field(  # type: ignore[valid-type]
+                description=f"One of {', '.join(ops)}; rtx4090 = gpu for the RTX 4090.")],
+            "text": Annotated[str | None, Field(description="Input for the operation: symptom words, a log, a config, "
+                                                            "a Python snippet, a bug number or a rule id.")],
+            "path": Annotated[str | None, Field(description="A file to read instead of text.")],
+            "gpu": Annotated[str | None, Field(description="GPU id or name: rtx4090, a100_80gb, h100_sxm, mi300x, ...")],
+            "return": FamilyReport,
+        }
+        tool.__name__ = family
+        server.tool(name=family, title=title, description=description, annotations=READ_ONLY)(tool)
+
+    _family_tool("playbook", ("playbook", "symptoms", "fixes", "gpu"),
+                 "GRPO debug playbook: the 7 bug pattern classes (playbook), symptom -> causes -> fix (symptoms), "
+                 "fix reference per bug, filter with text (fixes), per-GPU report (gpu).", "GRPO debug playbook")
+    _family_tool("nan_guide", ("check", "diagnose", "avoid", "gpu"),
+                 "NaN/Inf: check a config for NaN risks, diagnose from symptom words or a log, avoidance "
+                 "recommendations for a described setup, per-GPU NaN risks.", "GRPO NaN guide")
+    _family_tool("muon_clipping", ("check", "diagnose", "avoid", "gpu"),
+                 "Muon optimizer vs global grad-norm clipping (Megatron ChainedOptimizer, DeepSpeed): check a config, "
+                 "diagnose a plateau, get the avoiding config patch.", "Muon clipping avoidance")
+    _family_tool("stream_safety", ("map", "analyze", "compare", "gpu"),
+                 "CUDA stream safety: map record_stream/overlap_comm patterns across frameworks, analyze a config or "
+                 "Python snippet for side-stream hazards, compare frameworks.", "CUDA stream safety")
+    _family_tool("knowledge_map", ("theory", "bug", "decision", "proof", "cross", "gpu"),
+                 "Why a rule holds: mechanism with math (theory), bug -> pattern -> decision chain (bug), a MUST DO/NOT "
+                 "justified (decision), derivations (proof), one pattern across frameworks (cross).", "Knowledge map")
+
+    @server.tool(name="suggest", title="Which tool for this question",
+                 description="Route a free-text question or symptom description to the tools, operations, rules "
+                             "and prompts to try. Use when unsure where to start.", annotations=READ_ONLY)
+    def suggest_tool(text: Annotated[str, Field(description="The question, symptom words or a pasted log.")]) -> Suggestion:
+        return suggest(text)
 
     @server.tool(
         name="explain_rule",
@@ -154,4 +261,37 @@ def build_server() -> MCPServer:
             f"{fence}\n{log}\n{fence}\n"
         )
 
+    _register_trigger_prompts(server)
     return server
+
+
+def _register_trigger_prompts(server: MCPServer) -> None:
+    """One guided flow per seed trigger group (skills/triggers.yaml `prompt`), e.g. debug_nan."""
+    from grpo_debug.skills.knowledge import triggers
+
+    groups: dict[str, list] = {}
+    for t in triggers():
+        if t.prompt:
+            groups.setdefault(t.prompt, []).append(t)
+    for name, ts in groups.items():
+        first = ts[0]
+        phrases = ", ".join(t.phrase for t in ts)
+        step1 = (f"Call `{first.tool}`" + (f" with operation `{first.operation}`" if first.operation else "")
+                 + " on the details below (a log or config goes in `text`, or give `path`).")
+
+        def make(name=name, phrases=phrases, step1=step1):
+            def prompt(details: str = "") -> str:
+                return (f"The user reports: {phrases}. Diagnose it with grpo-debug.\n"
+                        f"1. {step1}\n"
+                        "2. If a log or config is available, also call `triage` on it; trust findings whose evidence "
+                        "lines you can read in the input.\n"
+                        "3. For the top cause call `explain_rule` (mechanism, fix safety, sources and whether they are "
+                        "verified) and `knowledge_map` with operation `theory` for the math behind it.\n"
+                        "4. Propose the exact change (key/flag and value) and the next check that would confirm it; say "
+                        "when a cause rests on unverified sources.\n\n"
+                        f"Details from the user:\n{details}")
+            prompt.__name__ = name
+            return prompt
+
+        server.prompt(name=name, title=name.replace("_", " ").capitalize(),
+                      description=f"Guided flow for: {phrases}.")(make())

@@ -101,7 +101,8 @@ def cmd_triage(args: argparse.Namespace) -> int:
     try:
         result = triage(text=text, path=path, max_findings=args.max_findings)
     except InputError as e:
-        raise CliError(str(e)) from e
+        hint = f"; or pipe the text in with '{PROG} triage -'" if "no such file" in str(e) else ""
+        raise CliError(f"{e}{hint}") from e
     except IsADirectoryError:
         raise CliError(f"{label} is a folder; give a log, config or launch-script file inside it") from None
     except FileNotFoundError:
@@ -169,6 +170,84 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+FAMILY_NAMES = ("playbook", "nan_guide", "muon_clipping", "stream_safety", "knowledge_map")
+
+
+def cmd_family(args: argparse.Namespace) -> int:
+    """playbook | nan_guide | muon_clipping | stream_safety | knowledge_map OPERATION [INPUT] [--text] [--gpu]."""
+    from grpo_debug.tools.families import FamilyError, run_family
+    from grpo_debug.tools.triage import InputError
+
+    text, path = args.text, None
+    if args.input:
+        joined = " ".join(args.input)
+        if len(args.input) == 1 and (os.path.exists(joined) or joined == "-"):
+            if joined == "-":
+                text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+            else:
+                path = joined
+        else:
+            text = joined if text is None else f"{text} {joined}"
+    try:
+        rep = run_family(args.family, args.operation, text=text, path=path, gpu=args.gpu)
+    except (FamilyError, InputError) as e:
+        raise CliError(str(e)) from None
+    if args.format == "json":
+        _out(rep.model_dump_json(indent=2))
+    else:
+        from grpo_debug.tools.render_family import render_family_text
+
+        _out(render_family_text(rep, width=_width()))
+    return 0
+
+
+def _add_family_parser(sub, family: str, help_text: str) -> None:
+    from_ops = {"playbook": "playbook symptoms fixes gpu", "nan_guide": "check diagnose avoid gpu",
+                "muon_clipping": "check diagnose avoid gpu", "stream_safety": "map analyze compare gpu",
+                "knowledge_map": "theory bug decision proof cross gpu"}[family].split()
+    fp = sub.add_parser(family, aliases=[family.replace("_", "-")], help=help_text, description=help_text)
+    fp.add_argument("operation", choices=[*from_ops, "rtx4090"], help="sub-command (rtx4090 = gpu for the RTX 4090)")
+    fp.add_argument("input", nargs="*", metavar="INPUT",
+                    help="a file (config, launch script, log, Python snippet) or words (symptoms, a bug number, a rule id)")
+    fp.add_argument("--text", help="input as text instead of a file")
+    fp.add_argument("--gpu", help="GPU id or name (rtx4090, a100_80gb, h100_sxm, mi300x, ...)")
+    fp.add_argument("--format", choices=("text", "json"), default="text")
+    fp.set_defaults(func=cmd_family, family=family)
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from grpo_debug.tools.suggest import suggest
+
+    res = suggest(" ".join(args.words))
+    if args.format == "json":
+        _out(res.model_dump_json(indent=2))
+        return 0
+    _out(res.summary)
+    for t in res.tools:
+        _out(f"  tool {t.tool}" + (f" {t.operation}" if t.operation else "") + f": {t.why}")
+    for r in res.rules:
+        _out(f"  rule {r.rule_id} [{r.symptom}]: {r.title}")
+    if res.prompts:
+        _out("  MCP prompts: " + ", ".join(res.prompts))
+    return 0
+
+
+def cmd_skill(args: argparse.Namespace) -> int:
+    """Copy SKILL.md to DIR/grpo-debug/SKILL.md (default .claude/skills), where agents look for skills."""
+    from grpo_debug.server.app import find_skill_md
+
+    src = find_skill_md()
+    if src is None:
+        raise CliError("SKILL.md is not shipped with this installation")
+    dest_dir = os.path.join(args.dir, "grpo-debug")
+    os.makedirs(dest_dir, exist_ok=True)
+    dest = os.path.join(dest_dir, "SKILL.md")
+    with open(src, encoding="utf-8") as fi, open(dest, "w", encoding="utf-8") as fo:
+        fo.write(fi.read())
+    _out(f"installed {dest}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from grpo_debug.server.app import build_server  # the MCP SDK is imported only here
 
@@ -208,6 +287,24 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--symptom", metavar="CODE", help="only rules for this symptom code")
     rs.add_argument("--format", choices=("text", "json"), default="text")
     rs.set_defaults(func=cmd_rules)
+
+    for fam, h in (("playbook", "GRPO debug playbook: pattern classes, symptom map, fixes, GPU report"),
+                   ("nan_guide", "NaN/Inf guide: check a config, diagnose symptoms or a log, avoid, GPU"),
+                   ("muon_clipping", "Muon vs global clipping: check, diagnose, avoid (config patch), GPU"),
+                   ("stream_safety", "CUDA stream safety: map, analyze a config or Python snippet, compare, GPU"),
+                   ("knowledge_map", "theory, bug chain, decision, proof, cross-framework, GPU")):
+        _add_family_parser(sub, fam, h)
+
+    sg = sub.add_parser("suggest", help="which tool, operation and rules to try for a question")
+    sg.add_argument("words", nargs="+", metavar="WORDS")
+    sg.add_argument("--format", choices=("text", "json"), default="text")
+    sg.set_defaults(func=cmd_suggest)
+
+    sk = sub.add_parser("skill", help="install the Agent Skill (SKILL.md) where agents look for it")
+    sk.add_argument("action", choices=("install",))
+    sk.add_argument("--dir", default=os.path.join(".claude", "skills"),
+                    help="skills folder (default .claude/skills); SKILL.md goes to DIR/grpo-debug/")
+    sk.set_defaults(func=cmd_skill)
 
     s = sub.add_parser("serve", help="run the MCP server over stdio",
                        description="Run the MCP server (tools triage and explain_rule, rule:// resources) "

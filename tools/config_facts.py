@@ -47,6 +47,7 @@ class Fact:
 class FactSet:
     facts: list[Fact] = field(default_factory=list)
     formats: set[str] = field(default_factory=set)
+    command_lines: set[int] = field(default_factory=set)  # lines read as (part of) a launch command
 
     def add(self, key: str, value: Any, line: int, origin: str, text: str = "") -> None:
         self.facts.append(Fact(key.strip(), value, line, origin, text.strip()[:300]))
@@ -151,6 +152,7 @@ _PIP_LIST = re.compile(r"^([A-Za-z][\w.-]*)\s+(\d+(?:\.\d+)+[\w.+-]*)\s*$")
 _PIP_SHOW = re.compile(r"pip show (\S+)\s*->\s*Version:\s*(\S+)|^Version:\s*(\S+)")
 _CLUSTER = re.compile(r"(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(?:x\s*)?(?:[\w-]+\s+)*?GPUs?|"
                       r"(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)
+_NOT_CONFIG_KV = re.compile(r"\bpid=\d+|actor_id=|repr=<|ray::")  # Ray task/actor headers, not settings
 _ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
 
 
@@ -286,12 +288,14 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
                 fs.formats.add("hydra-overrides")
             in_cmd = s.endswith("\\")
             fs.formats.add("launch-command")
+            fs.command_lines.add(ln.no)
         m = _KWREPR.search(t)
         if m:
             for key, val in _KV.findall(m.group(2)):
                 fs.add(key, parse_scalar(val), ln.no, "kwargs", t)
             fs.formats.add("kwargs-repr")
-        elif not is_cmd and len(_KV.findall(t)) >= 2 and not t.lstrip().startswith(("{", "[")):
+        elif not is_cmd and len(_KV.findall(t)) >= 2 and not t.lstrip().startswith(("{", "[")) \
+                and not _NOT_CONFIG_KV.search(t):
             for key, val in _KV.findall(t):
                 fs.add(key, parse_scalar(val), ln.no, "kwargs", t)
     return fs

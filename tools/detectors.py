@@ -80,12 +80,13 @@ def vanished(t: MetricTable, keys: str | None = None, fmt: str | None = "megatro
 
 
 def spike(t: MetricTable, keys: str | None = None, factor: float = 10.0, min_points: int = 3,
-          floor: float = 1.0) -> Hit | None:
-    """A value above ``factor`` x the median of the values before it (at least ``min_points``-1 of them)."""
+          floor: float = 1.0, window: int = 20) -> Hit | None:
+    """A value above ``factor`` x the median of the ``window`` values before it (at least
+    ``min_points``-1 of them). O(n * window log window)."""
     for k, pts in _select(t, keys, GRAD_NORM):
         fin = [p for p in pts if is_finite(p.value)]
         for i in range(max(1, min_points - 1), len(fin)):
-            base = statistics.median(p.value for p in fin[:i])
+            base = statistics.median(p.value for p in fin[max(0, i - window):i])
             if fin[i].value > max(factor * abs(base), floor):
                 after = [p.line for p in fin[i:i + 3]]
                 return Hit([fin[i - 1].line] + after, f"{k} jumps to {_fmt(fin[i].value)} at step {fin[i].step:g}, "
@@ -188,8 +189,9 @@ def zero_reward(t: MetricTable, min_points: int = 2) -> Hit | None:
             continue
         fin = [p for p in pts if is_finite(p.value)]
         if len(fin) >= min_points and all(p.value >= 0.95 for p in fin):
-            return Hit([p.line for p in fin][:6], f"{k} is {_fmt(fin[0].value)}..{_fmt(fin[-1].value)} over "
-                       f"{len(fin)} steps: every group has identical rewards, so every advantage is 0", [k])
+            span = _fmt(fin[0].value) if fin[0].value == fin[-1].value else f"{_fmt(fin[0].value)} to {_fmt(fin[-1].value)}"
+            return Hit([p.line for p in fin][:6], f"{k} is {span} at all {len(fin)} steps: every group has identical "
+                       "rewards, so every advantage is 0", [k])
     for k, pts in _select(t, None, REWARD):
         fin = [p for p in pts if is_finite(p.value)]
         if len(fin) >= min_points and all(p.value == 0 for p in fin):

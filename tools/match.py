@@ -47,6 +47,7 @@ class SignalResult:
     lines: list[int]
     note: str
     kind: str
+    focus: list[str] = field(default_factory=list)  # substrings the evidence excerpt should show
 
 
 @dataclass
@@ -101,8 +102,15 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
     """Evaluate one signal; None when it does not hold."""
     if isinstance(sig, RegexSignal):
         rx = _rx(sig.pattern, sig.ignore_case)
-        hits = [ln.no for ln in ctx.lines if ln.text and rx.search(ln.text)]
-        return SignalResult(hits[: sig.max_lines], f"log matches /{sig.pattern}/", "regex") if hits else None
+        hits, focus = [], []
+        for ln in ctx.lines:
+            if ln.text and (m := rx.search(ln.text)):
+                hits.append(ln.no)
+                if m.group(0) and len(focus) < 3:
+                    focus.append(m.group(0))
+                if len(hits) >= sig.max_lines:
+                    break
+        return SignalResult(hits, f"log matches /{sig.pattern}/", "regex", focus) if hits else None
     if isinstance(sig, EventSignal):
         evs = ctx.events_of(sig.event)
         if sig.message:
@@ -118,13 +126,14 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
                 lines += e.lines[:4]
         for e in evs[:3]:
             lines += e.fields.get("related", [])[:4]
-        return SignalResult(lines, f"{sig.event} event ({len(evs)}x)", "event")
+        port = evs[0].fields.get("port")
+        return SignalResult(lines, f"{sig.event} event ({len(evs)}x)", "event", [str(port)] if port else [])
     if isinstance(sig, DetectorSignal):
         fn = DETECTORS.get(sig.detector)
         if fn is None:
             return None
         hit = fn(ctx.metrics, **sig.params)
-        return SignalResult(hit.lines, hit.message, "detector") if hit else None
+        return SignalResult(hit.lines, hit.message, "detector", list(hit.keys)) if hit else None
     if isinstance(sig, ConfigSignal):
         facts = [f for k in sig.all_keys() for f in ctx.facts.find(k)]
         if sig.op == "missing":
@@ -133,10 +142,10 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
             return None
         if sig.op == "present":
             f = facts[-1]
-            return SignalResult([f.line], f"{f.key} is set ({f.value!r})", "config")
+            return SignalResult([f.line], f"{f.key} is set ({f.value!r})", "config", [f.key.rsplit(".", 1)[-1]])
         last = max(facts, key=lambda f: f.line)  # the effective (last) setting
         if _cmp(sig.op, last.value, sig.value):
-            return SignalResult([last.line], f"{last.key} = {last.value!r}", "config")
+            return SignalResult([last.line], f"{last.key} = {last.value!r}", "config", [last.key.rsplit(".", 1)[-1]])
         return None
     if isinstance(sig, CheckSignal):
         fn = CHECKS.get(sig.check)

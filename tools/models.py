@@ -16,9 +16,16 @@ class Evidence(BaseModel):
     source: str | None = Field(None, description="Ray actor/worker prefix the line came from, if any.")
 
 
+class Setting(BaseModel):
+    key: str = Field(description="Config key or flag as found in the input.")
+    value: Any
+    line: int = Field(description="1-based input line that sets it.")
+
+
 class Cause(BaseModel):
     rule_id: str = Field(description="Rule id; read the whole rule with explain_rule / rule://{id}.")
     title: str
+    confidence: Literal["high", "medium", "low"] = Field("medium", description="How sure the rule is of this mechanism.")
     why: str = Field(description="The mechanism.")
     fix: str = Field(description="The change this cause calls for.")
     verified: bool = Field(description="True when at least one source of the rule was checked.")
@@ -33,6 +40,8 @@ class Finding(BaseModel):
     causes: list[Cause] = Field(default_factory=list, description="Most likely first.")
     fix: str = Field(description="Concrete change naming the exact option/key/flag.")
     patch: dict[str, Any] | None = Field(None, description="key -> new value where one applies.")
+    settings: list[Setting] = Field(default_factory=list,
+                                    description="The run's own current values of the keys the fix names.")
     next_checks: list[str] = Field(default_factory=list)
     sharpen: list[str] = Field(default_factory=list, description="Information that would sharpen this finding.")
     score: float = Field(0.0, description="Ranking score (higher = more likely); for ordering only.")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 MAX_LINE_CHARS = 20_000  # a longer line is cut; coverage says so
 
-_ANSI = re.compile(r"(?:\x1b\[|(?<![\w\]])\[(?=[0-9;]*m))[0-9;]*m|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?<![\w\]])\[(?=[0-9;]*[0-9]m)[0-9;]+m|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
 _OUTER_TS = re.compile(
     r"^(?:"
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"          # RFC3339 (docker/k8s)

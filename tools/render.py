@@ -217,3 +217,4 @@ def render_rule_markdown(rule: Rule | RulePage) -> str:
     pos = sum(e.expect == "match" for e in p.examples)
     md += ["", "## Examples", "", f"{len(p.examples)} examples ({pos} match, {len(p.examples) - pos} no_match)"]
     return "\n".join(md) + "\n"
+

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 from grpo_debug.skills.loader import RuleBase, default_rules
@@ -14,7 +15,7 @@ from grpo_debug.tools.config_facts import FactSet, extract_facts
 from grpo_debug.tools.events import extract_events
 from grpo_debug.tools.match import Context, RuleHit, evaluate
 from grpo_debug.tools.metrics import MetricTable, extract_metrics, is_finite
-from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, TriageResult
+from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
 from grpo_debug.tools.normalize import MAX_LINE_CHARS, Line, normalize
 
 MAX_INPUT_BYTES = 256 * 2**20
@@ -41,7 +42,7 @@ def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, s
     if path is not None:
         p = Path(path).expanduser()
         if not p.exists():
-            raise InputError(f"{p}: no such file; pass the path of a log, config or launch script, or '-' for stdin")
+            raise InputError(f"{p}: no such file; give the path of an existing log, config or launch script")
         if p.is_dir():
             raise InputError(f"{p} is a directory; pass one log or config file inside it")
         if not p.is_file():
@@ -92,14 +93,74 @@ def build_context(s: str, hint: str | None = None, query: str = "") -> tuple[Con
     return ctx, lines
 
 
-def _evidence(lines: list[Line], nos: list[int]) -> list[Evidence]:
+def excerpt(text: str, focus: list[str] = (), width: int = EXCERPT) -> str:
+    """``text`` cut to ``width`` characters around the first focus term it contains (a metric key, the
+    matched substring), so the excerpt shows what proves the finding; '...' marks each cut."""
+    if len(text) <= width:
+        return text
+    low = text.lower()
+    pos = min((i for f in focus if f and (i := low.find(f.lower())) >= 0), default=0)
+    start = max(0, min(pos - width // 3, len(text) - width))
+    out = text[start:start + width]
+    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+
+
+def _evidence(lines: list[Line], nos: list[int], focus: list[str] = ()) -> list[Evidence]:
     out = []
     for n in nos:
         if 0 < n <= len(lines):
             ln = lines[n - 1]
             t = ln.text.strip() or ln.raw.strip()
-            out.append(Evidence(line=n, text=t[:EXCERPT] + ("..." if len(t) > EXCERPT else ""), source=ln.source))
+            out.append(Evidence(line=n, text=excerpt(t, focus), source=ln.source))
     return out
+
+
+# Event kinds and detectors that state a symptom outright: a finding backed by one of them is certain
+# about the symptom (its cause may still be uncertain; see each cause's own confidence).
+_DIRECT = {"cuda_oom": {"cuda_oom"}, "ray_host_oom": {"host_oom"}, "illegal_memory_access": {"illegal_memory_access"},
+           "nccl_timeout": {"collective_hang"}, "port_in_use": {"port_conflict"}, "context_length": {"context_overflow"},
+           "ray_unschedulable": {"ray_resources_pending"}, "ray_actor_died": {"ray_actor_died"},
+           "compile_cache_error": {"compile_cache_error"}, "nan_reported": {"nan_inf"}, "checkpoint_error": {"checkpoint_load_error"}}
+_KEYLIKE = re.compile(r"--[A-Za-z][\w-]+|\b[A-Za-z_][\w]*(?:\.[\w]+)+\b|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+
+
+def _settings(fix_text: str, patch: dict | None, ctx: Context) -> list[Setting]:
+    """The input's current values of the keys/flags a fix names (``--flag`` as flag_name)."""
+    names = [t.lstrip("-").replace("-", "_") if t.startswith("--") else t for t in _KEYLIKE.findall(fix_text)]
+    names += list(patch or {})
+    out: list[Setting] = []
+    seen: set[tuple[str, int]] = set()
+    for n in dict.fromkeys(names):
+        f = ctx.facts.get(n)
+        if f is not None and (f.key, f.line) not in seen:
+            seen.add((f.key, f.line))
+            out.append(Setting(key=f.key, value=f.value, line=f.line))
+    return out[:8]
+
+
+_KNOWN_CACHE: dict[int, tuple[RuleBase, frozenset[str]]] = {}
+
+
+def _known_keys(rb: RuleBase) -> frozenset[str]:
+    """Key names the rule base uses (config signal keys, fix patch keys, key-like words of fixes)."""
+    hit = _KNOWN_CACHE.get(id(rb))
+    if hit is not None and hit[0] is rb:
+        return hit[1]
+    known: set[str] = set()
+    for r in rb:
+        for sig in r.match.signals():
+            if getattr(sig, "kind", "") == "config":
+                known |= {k.lower() for k in sig.all_keys()}
+        known |= {k.lower() for k in (r.fix.patch or {})}
+        for t in _KEYLIKE.findall(" ".join([r.fix.summary, *r.fix.steps])):
+            known.add(t.lstrip("-").replace("-", "_").lower())
+    _KNOWN_CACHE[id(rb)] = (rb, frozenset(known))
+    return _KNOWN_CACHE[id(rb)][1]
+
+
+def _is_known(key: str, known: frozenset[str]) -> bool:
+    parts = key.lower().split(".")
+    return any(".".join(parts[i:]) in known for i in range(len(parts)))
 
 
 def _series_summary(t: MetricTable) -> dict[str, SeriesSummary]:
@@ -149,20 +210,36 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
             for n in h.lines:
                 if n not in nos:
                     nos.append(n)
-        causes = [Cause(rule_id=h.rule.id, title=h.rule.title, why=h.rule.why, fix=h.rule.fix.summary,
-                        verified=h.rule.verified, matched=[r.note for r in h.results][:4]) for h in hs[:4]]
+        causes = [Cause(rule_id=h.rule.id, title=h.rule.title, confidence=h.rule.confidence, why=h.rule.why,
+                        fix=h.rule.fix.summary, verified=h.rule.verified, matched=[r.note for r in h.results][:4])
+                  for h in hs[:4]]
+        focus = [f for h in hs for r in h.results for f in r.focus]
+        direct = any(r.kind == "event" and symptom in _DIRECT.get(r.note.split(" ", 1)[0], set())
+                     for h in hs for r in h.results) or any(
+            r.kind == "detector" and symptom == "nan_inf" and "non-finite" in r.note for h in hs for r in h.results)
+        confidence = "high" if direct else top.rule.confidence
         key = next((n for kinds in (("event", "detector"), ("check", "regex", "config"))
                     for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
         score = top.score + 0.3 * min(3, len(hs) - 1)
         findings.append(Finding(
-            symptom=symptom, title=top.rule.title, confidence=top.rule.confidence,
-            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set()))), causes=causes, fix=top.rule.fix.summary,
-            patch=top.rule.fix.patch, next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx),
-            score=round(score, 2)))
+            symptom=symptom, title=top.rule.title, confidence=confidence,
+            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
+            causes=causes, fix=top.rule.fix.summary, patch=top.rule.fix.patch,
+            settings=_settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx),
+            next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
         keyed.append((findings[-1], key))
     keyed.sort(key=lambda fk: -fk[0].score)
     return keyed
+
+
+def _clip(text: str, n: int) -> str:
+    """``text`` cut to about n characters at a word boundary, with an ellipsis when cut."""
+    text = text.rstrip(". ")
+    if len(text) <= n:
+        return text
+    cut = text[:n].rsplit(" ", 1)[0]
+    return cut + " ..."
 
 
 def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> str:
@@ -177,8 +254,8 @@ def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> 
     if f.causes and f.causes[0].matched:
         s += " Signals: " + "; ".join(m for m in f.causes[0].matched[:3]) + "."
     if ev:
-        s += f" Evidence: line {ev.line}: {ev.text[:140]}."
-    s += f" Fix: {f.fix}"
+        s += f" Evidence: line {ev.line}: {_clip(ev.text, 160)}."
+    s += " Fix: " + f.fix.rstrip(".") + "."
     if len(findings) > 1:
         s += " Also: " + "; ".join(f"{x.symptom} ({x.title})" for x in findings[1:3]) + "."
     if cov.skipped:
@@ -194,7 +271,8 @@ def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipp
     hits = [h for r in rb if (h := evaluate(r, ctx)) is not None]
     keyed = _group(hits, ctx, lines)
     findings = [f for f, _ in keyed]
-    used = set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
+    used = (set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
+            | ctx.facts.command_lines)
     not_understood = [ln for ln in lines if ln.text.strip() and ln.no not in used and not ln.text.lstrip().startswith("#")]
     skipped = list(skipped or [])
     cut = [ln.no for ln in lines if ln.cut]
@@ -202,7 +280,8 @@ def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipp
         skipped.append(f"{len(cut)} line(s) longer than {MAX_LINE_CHARS} characters were cut (first: line {cut[0]})")
     if not s.strip():
         skipped.append("the input is empty")
-    config_keys = sorted({f.key for f in ctx.facts.facts})
+    known = _known_keys(rb)
+    config_keys = sorted({f.key for f in ctx.facts.facts if not _is_known(f.key, known)})
     cov = Coverage(
         input=label, bytes_read=len(s.encode("utf-8", "replace")), lines_read=len(lines),
         formats=sorted(ctx.metrics.formats | ctx.facts.formats | ({"python-traceback"} if ctx.events_of("traceback") else set())),

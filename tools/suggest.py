@@ -1,0 +1,61 @@
+"""Route a free-text question to tools, operations and rules (the seed skill's triggers).
+
+Pure function over skills/triggers.yaml and the rule base: trigger phrases and their words score the
+tools; rules are ranked by :func:`grpo_debug.tools.families.rank_rules_for_query`. A pasted log or config
+is routed to ``triage`` first.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from grpo_debug.skills.knowledge import triggers
+from grpo_debug.skills.loader import RuleBase, default_rules
+from grpo_debug.tools.families import _looks_like_log_or_config, rank_rules_for_query
+
+
+class ToolSuggestion(BaseModel):
+    tool: str
+    operation: str = ""
+    why: str
+
+
+class RuleSuggestion(BaseModel):
+    rule_id: str
+    title: str
+    symptom: str
+    score: float
+
+
+class Suggestion(BaseModel):
+    summary: str
+    tools: list[ToolSuggestion] = Field(default_factory=list, description="Most useful first.")
+    rules: list[RuleSuggestion] = Field(default_factory=list, description="Rules to read (explain_rule).")
+    prompts: list[str] = Field(default_factory=list, description="MCP prompts with a guided flow for this.")
+
+
+def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggestion:
+    """Tools, operations and rules to try for ``text`` (a question, symptom words, or a pasted log)."""
+    rb = rules or default_rules()
+    low = (text or "").lower()
+    scored: dict[tuple[str, str], tuple[float, str]] = {}
+    prompts: list[str] = []
+    for t in triggers():
+        s = 3.0 * (t.phrase in low) + sum(1.0 for w in t.words if w.lower() in low)
+        if s <= 0:
+            continue
+        key = (t.tool, t.operation)
+        prev = scored.get(key, (0.0, ""))
+        scored[key] = (prev[0] + s, prev[1] or f"matches the trigger '{t.phrase}'")
+        if t.prompt and t.prompt not in prompts:
+            prompts.append(t.prompt)
+    if _looks_like_log_or_config(text or ""):
+        scored[("triage", "")] = (100.0, "the text looks like a log, config or launch script: triage it directly")
+    tools = [ToolSuggestion(tool=k[0], operation=k[1], why=v[1]) for k, v in sorted(scored.items(), key=lambda kv: -kv[1][0])]
+    if not any(t.tool == "triage" for t in tools):
+        tools.append(ToolSuggestion(tool="triage", why="paste the failing log (or give its path) for a diagnosis from its own lines"))
+    ranked = rank_rules_for_query(text or "", list(rb))[:limit]
+    rs = [RuleSuggestion(rule_id=r.id, title=r.title, symptom=r.symptom, score=s) for s, r in ranked]
+    head = tools[0]
+    summary = (f"Start with {head.tool}" + (f" ({head.operation})" if head.operation else "") + f": {head.why}."
+               + (f" Most relevant rule: {rs[0].rule_id}." if rs else ""))
+    return Suggestion(summary=summary, tools=tools[:limit], rules=rs, prompts=prompts[:4])
