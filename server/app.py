@@ -131,11 +131,9 @@ def build_server() -> MCPServer:
         name="triage",
         title="Triage an RL training log",
         description=(
-            "Diagnose a GRPO/PPO post-training run from its console log, config (YAML/JSON) or launch "
-            "script. Give exactly one of `text` (pasted content) or `path` (a file on this machine). "
-            "Returns findings, most likely first: symptom code, evidence lines (1-based), causes with "
-            "rule ids, the fix naming the exact option, next checks; plus metric series summaries and "
-            "coverage (what was read or not understood)."
+            "Diagnose a GRPO/PPO run from its log, config (YAML/JSON) or launch script: give `text` or `path`. "
+            "Returns findings (symptom, evidence lines, causes with rule ids, the fix naming the exact key or "
+            "flag), metric summaries and coverage."
         ),
         annotations=READ_ONLY,
     )

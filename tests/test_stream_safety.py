@@ -239,6 +239,26 @@ def test_event_wait_joins():
     assert r.findings == []
 
 
+def test_docs_pattern_and_wrong_stream_wait():
+    # The record_stream docs' alternative: s1 waits for s0, s0 waits for s1 before `del x`.
+    # The default-stream read of `x` at line 9 is not covered by `s1.wait_stream(s0)`.
+    r = run("""
+        import torch
+        def f(N, s0, s1):
+            with torch.cuda.stream(s0):
+                x = torch.zeros(N)
+            s1.wait_stream(s0)
+            with torch.cuda.stream(s1):
+                y = some_comm_op(x)
+            z = x + 1
+            s0.wait_stream(s1)
+            del x
+            return z
+    """)
+    assert checks(r) == ["missing_wait_stream"]
+    assert r.findings[0].line == 9 and "`x` (line 9)" in r.findings[0].message
+
+
 def test_in_place_write_on_side_stream_then_read():
     r = run("""
         import torch
@@ -423,6 +443,20 @@ def test_async_collective_handle_discarded():
     assert "discarded" in r.findings[0].message
 
 
+def test_async_collective_unread_here_is_medium():
+    # torch DDP's delayed all-reduce hook style: handle dropped, buffer not read in this function.
+    r = run("""
+        import torch.distributed as dist
+        class M:
+            def hook(self, grad):
+                self.buf.div_(4)
+                _ = dist.all_reduce(self.buf, group=self.pg, async_op=True)
+                return grad
+    """)
+    assert [(f.check, f.severity) for f in r.findings] == [("async_collective_not_waited", "medium")]
+    assert "not read again" in r.findings[0].message
+
+
 def test_async_collective_list_of_handles_and_escapes():
     r = run("""
         import torch.distributed as dist
@@ -437,6 +471,9 @@ def test_async_collective_list_of_handles_and_escapes():
             [w.wait() for w in ws]
         def launch(t):
             return dist.broadcast(t, src=0, async_op=True)
+        def stored(self, t, pending):
+            self.work = dist.all_reduce(t, async_op=True)
+            pending.append(dist.all_reduce(t, async_op=True))
         def blocking(t):
             dist.all_reduce(t)
             return t

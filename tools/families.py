@@ -397,7 +397,9 @@ def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation
     """Rules, derivations and a pattern class/symptom named by free text (id, bug number, class, words)."""
     low = (text or "").lower().strip()
     ders = derivations()
-    pc = next((p for p in PATTERN_CLASSES if p in low.replace(" ", "_") or p.replace("_", " ") in low), None)
+    pc = next((p for p in PATTERN_CLASSES if p in low.replace(" ", "_") or p.replace("_", " ") in low), None) or next(
+        (p for p in PATTERN_CLASSES if any(len(w) > 4 and w not in ("safety", "decision", "execution") and re.search(rf"\b{w}", low)
+                                           for w in p.split("_"))), None)
     sym = next((c for c in SYMPTOMS if c in low), None)
     if low in rb.rules:
         rs = [rb.rules[low]]
@@ -411,7 +413,7 @@ def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation
     ds = [d for d in ders.values() if d.id in low or (pc and d.topic == pc) or (sym and d.topic == sym)
           or ids & set(d.rules)]
     if not ds:
-        ds = [d for d in ders.values() if _words(d.title + " " + d.topic) & _words(low)]
+        ds = [d for d in ders.values() if _words(d.title + " " + d.topic.replace("_", " ") + " " + d.id.replace("-", " ")) & _words(low)]
     return rs, ds, pc or sym
 
 
@@ -472,7 +474,7 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
         else:
             items.append(_rule_item(r, kind="decision", body=r.why, justification=[d.result for d in ds],
                                     derivations=[d.id for d in ds]))
-        items += [_derivation_item(d) for d in ds if op == "theory"]
+        items += [_derivation_item(d) for d in ds if op == "theory" and not any(i.id == d.id for i in items)]
     if not items:
         return FamilyReport(family="knowledge_map", operation=op, summary=f"Nothing in the rule base matches {text!r}.",
                             notes=["Try a rule id (grpo-debug rules), a pattern class, a symptom code or a bug number."])

@@ -605,12 +605,9 @@ class _Analyzer:
             if rebinds:
                 first_rebind = min(rebinds, key=_pos)
                 after = [n for n in after if _pos(_stmt_of(n)) <= _pos(first_rebind)]
-            if not after:
-                continue
-            first = min(after, key=_pos)
-            if self._joined(sc, blk, first):
-                continue
-            hits.append((ref, first))
+            unjoined = [n for n in sorted(after, key=_pos) if not self._joined(sc, blk, n)]
+            if unjoined:
+                hits.append((ref, unjoined[0]))
         if not hits:
             return
         hits.sort(key=lambda h: _pos(h[1]))
@@ -646,7 +643,11 @@ class _Analyzer:
                 continue
             recv = _src(f.value)
             if f.attr == "wait_stream" and c.args and _src(c.args[0]) == blk.stream:
-                return True
+                reader = self._in_any_block(sc, read)
+                if reader is not None and recv == reader.stream:
+                    return True  # the reading side stream waits for this one
+                if reader is None and (self._is_current_stream_expr(f.value, sc) or recv not in self.streams):
+                    return True  # the default/current stream waits (`other.wait_stream(s)` does not count)
             if f.attr == "wait_event":
                 return True
             if f.attr == "synchronize" and (recv == blk.stream or self._is_event_ref(f.value, sc)):
@@ -927,7 +928,10 @@ class _Analyzer:
             st = _stmt_of(c)
             parent = getattr(c, "_ss_parent", None)
             handle: str | None = None
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and (
+            discarded_name = False
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and _ref(st.targets[0]) == "_" and st.value is c:
+                discarded_name = True  # `_ = dist.all_reduce(..., async_op=True)`
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1 and (
                 st.value is c or isinstance(st.value, (ast.ListComp, ast.List, ast.GeneratorExp))
             ):
                 handle = _ref(st.targets[0])  # work = ... / works = [... for t in ts]
@@ -937,7 +941,7 @@ class _Analyzer:
                     continue
             elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "append":
                 handle = _ref(parent.func.value)  # works.append(dist.all_reduce(..., async_op=True))
-            elif not (isinstance(st, ast.Expr) and st.value is c):
+            elif not (isinstance(st, ast.Expr) and st.value is c) and not discarded_name:
                 continue  # returned / passed on / stored elsewhere: the caller owns the handle
             handles = [handle] if handle else []
             for n in sc.calls:  # works.append(work) moves the handle into a container
@@ -957,15 +961,19 @@ class _Analyzer:
                         break
             if first_wait is not None and (read is None or _pos(first_wait) < _pos(read)):
                 continue
+            severity: Severity = "high" if read is not None else "medium"  # a read seen here, or not
             if handle is None:
                 what = "its work handle is discarded, so nothing can wait on it"
             elif first_wait is None:
                 what = f"its handle `{handle}` is never waited on in this function"
             else:
                 what = f"`{handle}` is only waited on at line {first_wait.lineno}"
-            read_txt = f"; `{tref}` is read at line {read.lineno}" if read is not None else ""
+            read_txt = (
+                f"; `{tref}` is read at line {read.lineno}" if read is not None
+                else "; the tensor is not read again in this function"
+            )
             self.findings.append(StreamFinding(
-                check="async_collective_not_waited", severity="high",
+                check="async_collective_not_waited", severity=severity,
                 line=c.lineno, end_line=read.lineno if read is not None else c.end_lineno,
                 message=(
                     f"`{short}(..., async_op=True)` at line {c.lineno}: {what}{read_txt}. Until "
@@ -999,9 +1007,9 @@ class _Analyzer:
         return False
 
     def _handle_escapes(self, sc: _Scope, handle: str, call: ast.Call) -> bool:
-        """The handle leaves the function (returned, stored on self, passed to a call)."""
-        if handle.startswith(("self.", "cls.")):
-            return True
+        """The handle leaves the function (returned, stored on an object, passed to a call)."""
+        if "." in handle or handle in sc.params:
+            return True  # `self.works`, `state.handles`, or a list the caller passed in
         for n in sc.nodes:
             if _pos(n) <= _pos(call):
                 continue
