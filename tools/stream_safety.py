@@ -19,7 +19,11 @@ Two entry points:
 
 **These are heuristics, not a proof of safety.** The analysis is intra-procedural. It orders events
 by line number inside one function and does not follow branches, calls, aliasing (``y = x``),
-containers, or streams passed through attributes of other objects. An empty report means only that
+containers, or streams passed through attributes of other objects. Two names that spell the same
+stream differently (``s`` vs ``self.s``) count as different streams. A ``with`` block counts as a
+side stream only when its argument is not ``None`` or ``current_stream()`` / ``default_stream()``
+(or a local name bound to one of them). A stream passed in by the caller may still be the current
+stream. An empty report means only that
 none of the patterns below matched. A finding is a place worth reading, not a confirmed race.
 Tensors held on ``self`` (long-lived buffers) are left out of the side-stream lifetime check
 because they are not freed when the function returns.
@@ -63,7 +67,10 @@ class StreamFinding(BaseModel):
     - ``non_blocking_copy_source_reused`` (medium): a ``non_blocking=True`` copy reads a host
       buffer that is pinned (or of unknown origin). That buffer is then modified in place later in the
       function, or in the next turn of the same loop, with no host sync in between. The in-flight DMA
-      may read the new contents.
+      may read the new contents. A ``synchronize()``, ``.item()`` or ``.tolist()`` in between counts as
+      a sync, which is lenient for tensors that are not on the copy's stream. GPU sources and
+      pageable CPU tensors made here are skipped: a pageable source is staged before the call
+      returns.
     - ``non_blocking_d2h_read_before_sync`` (medium): a ``non_blocking=True`` device-to-host copy
       result is read on the host (``.item()``, ``.tolist()``, ``.numpy()``, ``print``) before a sync.
     - ``non_blocking_copy_without_sync`` (info): a function issues ``non_blocking=True`` copies and
