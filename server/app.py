@@ -155,6 +155,24 @@ def build_server() -> MCPServer:
         except InputError as e:
             raise ToolError(str(e)) from e
 
+    @server.tool(name="check_config", title="Check a training config or launch script",
+                 description="Check a config (verl YAML, DeepSpeed JSON, TRL/HF args) or launch script (slime, Megatron, "
+                             "OpenRLHF, verl overrides): what the settings will cause and the exact line edits. "
+                             "Give `text` or `path`.", annotations=READ_ONLY)
+    def check_config_tool(
+        text: Annotated[str | None, Field(description="The config or launch script as text.")] = None,
+        path: Annotated[str | None, Field(description="A config or script file to read instead.")] = None,
+    ) -> TriageResult:
+        from grpo_debug.tools.check import ConfigParseError, check_config
+
+        text, path = _opt(text), _opt(path)
+        if (text is None) == (path is None):
+            raise ToolError("give exactly one of `text` (the config pasted) or `path` (a file on the server's machine)")
+        try:
+            return check_config(text=text, path=path)
+        except (InputError, ConfigParseError) as e:
+            raise ToolError(str(e)) from None
+
     def _family_tool(family: str, ops: tuple[str, ...], description: str, title: str) -> None:
         def tool(operation, text=None, path=None, gpu=None):
             try:

@@ -124,6 +124,28 @@ def cmd_triage(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from grpo_debug.tools.check import ConfigParseError, check_config
+    from grpo_debug.tools.triage import InputError
+
+    text = path = None
+    if args.path == "-":
+        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    else:
+        path = args.path
+    try:
+        result = check_config(text=text, path=path, max_findings=args.max_findings)
+    except (InputError, ConfigParseError) as e:
+        raise CliError(str(e)) from e
+    if args.format == "json":
+        _out(result.model_dump_json(indent=2))
+    else:
+        from grpo_debug.tools.render import render_triage_text
+
+        _out(render_triage_text(result, color=_color(), width=_width()))
+    return 0
+
+
 def _rules():
     from grpo_debug.skills.loader import default_rules
 
@@ -276,6 +298,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
                    help="at most N findings (1-100, default 10)")
     t.set_defaults(func=cmd_triage)
+
+    c = sub.add_parser("check", help="check a config or launch script: what the settings will cause, exact edits",
+                       description="Check a verl/Hydra YAML, DeepSpeed JSON, accelerate YAML, TRL/HF args or a launch "
+                                   "script (slime, Megatron, OpenRLHF, verl overrides) against the rule base.")
+    c.add_argument("path", metavar="PATH", help="file to read, or '-' for stdin")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
+    c.set_defaults(func=cmd_check)
 
     r = sub.add_parser("rule", help="show one rule: what, why, fix, sources",
                        description="Show one rule of the knowledge base.")

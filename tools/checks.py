@@ -9,7 +9,8 @@ from typing import Any, Callable
 
 from grpo_debug.tools.config_facts import Fact, FactSet
 
-Result = tuple[list[int], str] | None
+Result = tuple[list[int], str] | tuple[list[int], str, dict[str, Any]] | None
+"""(evidence lines, message[, patch computed for this input: key -> new value])"""
 
 
 def _num(f: Fact | None, default: Any = None) -> Any:
@@ -46,13 +47,15 @@ def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
     sp = fs.get("actor_rollout_ref.actor.ulysses_sequence_parallel_size")
     world = _num(gpn, 8) * _num(nn, 1)
     per_rank = _num(mini) * _num(n, 1) // max(1, world // _num(sp, 1))
+    fit = max((d for d in range(1, _num(micro) + 1) if per_rank and per_rank % d == 0), default=1)
+    patch = {micro.key: fit}
     if per_rank < _num(micro):
         return (_lines(mini, micro, n, gpn, nn),
                 f"per-rank mini-batch = ppo_mini_batch_size {_num(mini)} x rollout.n {_num(n, 1)} / "
-                f"{world} GPUs = {per_rank} samples, below ppo_micro_batch_size_per_gpu {_num(micro)}")
+                f"{world} GPUs = {per_rank} samples, below ppo_micro_batch_size_per_gpu {_num(micro)}", patch)
     if per_rank % _num(micro):
         return (_lines(mini, micro, n, gpn, nn),
-                f"per-rank mini-batch {per_rank} is not divisible by ppo_micro_batch_size_per_gpu {_num(micro)}")
+                f"per-rank mini-batch {per_rank} is not divisible by ppo_micro_batch_size_per_gpu {_num(micro)}", patch)
     return None
 
 
@@ -68,8 +71,9 @@ def verl_train_batch_not_divisible(fs: FactSet) -> Result:
     gpus = _num(gpn, 8) * _num(nn, 1)
     real = _num(tbs) * _num(n, 1)
     if real % gpus:
+        new = next(b for b in range(_num(tbs) + 1, _num(tbs) + gpus + 1) if (b * _num(n, 1)) % gpus == 0)
         return (_lines(tbs, n, gpn, nn), f"data.train_batch_size {_num(tbs)} x rollout.n {_num(n, 1)} = {real} is not "
-                f"divisible by {gpus} GPUs")
+                f"divisible by {gpus} GPUs", {tbs.key: new})
     if _num(mini) is not None and _num(mini) > _num(tbs):
         return (_lines(tbs, mini), f"ppo_mini_batch_size {_num(mini)} > data.train_batch_size {_num(tbs)}")
     return None
@@ -105,7 +109,8 @@ def slime_colocate_gpus_per_node(fs: FactSet) -> Result:
     if gpn is None or gpn >= 8:
         return None
     return (_lines(colocate, real, apn, fs.get("actor_num_nodes")),
-            f"--colocate on nodes with {gpn} GPUs but --num-gpus-per-node is not set (default 8)")
+            f"--colocate on nodes with {gpn} GPUs but --num-gpus-per-node is not set (default 8)",
+            {"num_gpus_per_node": gpn})
 
 
 def slime_gpus_exceed_cluster(fs: FactSet) -> Result:
@@ -143,7 +148,7 @@ def deepspeed_single_dp_rank(fs: FactSet) -> Result:
     dp = _num(tbs) // max(1, _num(mb) * _num(ga))
     if dp == 1:
         return (_lines(stage, tbs, mb, ga), f"train_batch_size {_num(tbs)} = micro {_num(mb)} x accumulation "
-                f"{_num(ga)} x dp 1: ZeRO stage 3 on one data-parallel rank")
+                f"{_num(ga)} x dp 1: ZeRO stage 3 on one data-parallel rank", {stage.key: 2})
     return None
 
 
@@ -177,7 +182,7 @@ def group_size_below(fs: FactSet, min: int = 4) -> Result:
         return None
     if est is None and f.key.lower().endswith("rollout.n"):
         return None
-    return (_lines(f, est), f"{f.key} = {_num(f)} samples per prompt (< {min})")
+    return (_lines(f, est), f"{f.key} = {_num(f)} samples per prompt (< {min})", {f.key: min})
 
 
 def lora_rank_with_vllm(fs: FactSet, min: int = 64) -> Result:
@@ -188,7 +193,7 @@ def lora_rank_with_vllm(fs: FactSet, min: int = 64) -> Result:
     eng = fs.get("actor_rollout_ref.rollout.name", "rollout.name", "use_vllm")
     if eng is None or str(eng.value).lower() not in ("vllm", "true"):
         return None
-    return (_lines(r, eng), f"LoRA rank {_num(r)} with a vLLM rollout")
+    return (_lines(r, eng), f"LoRA rank {_num(r)} with a vLLM rollout", {r.key: 32})
 
 
 CHECKS: dict[str, Callable[..., Result]] = {

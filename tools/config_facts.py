@@ -95,6 +95,71 @@ def parse_scalar(v: Any) -> Any:
         return s
 
 
+class ConfigParseError(ValueError):
+    """A config document (YAML/JSON) or launch script that cannot be parsed; names the line."""
+
+
+def parse_override_value(v: str):
+    """A Hydra/verl override value as Hydra reads it ('[1,2]' -> list, 'null' -> None, quoted strings),
+    through OmegaConf's dotlist grammar as verl does; plain scalar parsing as a fallback."""
+    if v == "" or "$" in v:
+        return parse_scalar(v)
+    try:
+        from omegaconf import OmegaConf
+
+        val = OmegaConf.from_dotlist([f"k={v}"])["k"]
+        return OmegaConf.to_container(val) if OmegaConf.is_config(val) else val
+    except Exception:  # noqa: BLE001 - OmegaConf raises several grammar errors; fall back to plain parsing
+        return parse_scalar(v)
+
+
+def _resolve_interpolations(text: str, flat: list[tuple[str, Any, int]]) -> list[tuple[str, Any, int]]:
+    """Replace ${a.b} interpolations in a YAML document's values by what OmegaConf resolves them to
+    (verl's Hydra configs use them, e.g. response_length: ${data.max_response_length})."""
+    if not any(isinstance(v, str) and "${" in v for _, v, _ in flat):
+        return flat
+    try:
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.create(yaml.safe_load(text))
+    except Exception:  # noqa: BLE001
+        return flat
+    out = []
+    for k, v, no in flat:
+        if isinstance(v, str) and "${" in v:
+            try:
+                r = OmegaConf.select(cfg, k, throw_on_resolution_failure=False)
+                v = OmegaConf.to_container(r) if OmegaConf.is_config(r) else (v if r is None else r)
+            except Exception:  # noqa: BLE001
+                pass
+        out.append((k, v, no))
+    return out
+
+
+def parse_document_strict(text: str, fmt: str, label: str = "<text>") -> list[tuple[str, Any, int]]:
+    """Flatten a YAML/JSON document or raise ConfigParseError naming the line and the problem."""
+    if fmt == "json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigParseError(f"{label}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+        if not isinstance(data, dict):
+            raise ConfigParseError(f"{label}: a JSON config must be an object at the top level")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigParseError(f"{label}: invalid {fmt.upper()}{where}: {getattr(e, 'problem', None) or e}") from e
+    if node is None:
+        return []
+    if not isinstance(node, yaml.MappingNode):
+        raise ConfigParseError(f"{label}: expected a mapping of settings at the top level (line {node.start_mark.line + 1})")
+    out: list[tuple[str, Any, int]] = []
+    _flatten_node(node, "", out)
+    return _resolve_interpolations(text, out)
+
+
 def _flatten_node(node: yaml.Node, prefix: str, out: list[tuple[str, Any, int]]) -> None:
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
@@ -136,7 +201,7 @@ def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
         return None
     out = []
     _flatten_node(node, "", out)
-    return out
+    return _resolve_interpolations(text, out)
 
 
 _OVERRIDE = re.compile(r"(?:^|\s)\+{0,2}([A-Za-z_]\w*(?:\.[\w-]+)+)=(\"[^\"]*\"|'[^']*'|\S*)")
@@ -154,6 +219,22 @@ _CLUSTER = re.compile(r"(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(?:x\s*)
                       r"(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)
 _NOT_CONFIG_KV = re.compile(r"\bpid=\d+|actor_id=|repr=<|ray::")  # Ray task/actor headers, not settings
 _ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
+
+
+_VAR_ASSIGN = re.compile(r"^(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|[^\s(][^\s]*)?\s*(?:#.*)?$")
+_VAR_REF = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
+
+
+def expand_vars(s: str, env: dict[str, str]) -> str:
+    """Expand $NAME, ${NAME} and ${NAME:-default} from shell assignments seen earlier; unknown names stay."""
+    def sub(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        if name in env:
+            return env[name]
+        if m.group(2) is not None:
+            return m.group(2)
+        return m.group(0)
+    return _VAR_REF.sub(sub, s)
 
 
 def _tokens(s: str) -> list[str]:
@@ -211,6 +292,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
     in_cmd = False
     in_array = False
     json_buf: list[Line] = []
+    shell_vars: dict[str, str] = {}
     for ln in lines:
         t = ln.text
         s = t.strip()
@@ -256,11 +338,13 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
             fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "deepspeed-print", t)
             fs.formats.add("deepspeed-config-print")
             continue
+        va = _VAR_ASSIGN.match(s)
+        if va and not in_array:
+            raw = va.group(2) or ""
+            shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
         m = _ENV.match(s)
-        if m and not s.startswith("export") and "(" not in s[: m.end()]:
-            fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "env", t)
-        elif m:
-            fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "env", t)
+        if m and not m.group(2).startswith("("):
+            fs.add(m.group(1), parse_scalar(expand_vars(m.group(2), shell_vars).strip("\"'")), ln.no, "env", t)
         m = _PIP_LIST.match(s)
         if m and not s.startswith(("-", "#")) and m.group(1).lower() not in ("step", "iteration"):
             fs.add("versions." + m.group(1).lower(), m.group(2), ln.no, "pip", t)
@@ -274,6 +358,8 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
         is_cmd = bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or in_cmd or in_array or bool(starts_array)
         if is_cmd:
             body = s[2:] if s.startswith(("$ ", "+ ")) else s
+            if "$" in body:
+                body = expand_vars(body, shell_vars)
             if starts_array:
                 in_array = True
                 body = starts_array.group(1)
@@ -284,7 +370,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
             prefix = "ray_start." if "ray start" in body else ""
             _add_flags(toks, ln.no, t, fs, prefix)
             for key, val in _OVERRIDE.findall(" " + body):
-                fs.add(key, parse_scalar(val), ln.no, "override", t)
+                fs.add(key, parse_override_value(val), ln.no, "override", t)
                 fs.formats.add("hydra-overrides")
             in_cmd = s.endswith("\\")
             fs.formats.add("launch-command")

@@ -48,6 +48,7 @@ class SignalResult:
     note: str
     kind: str
     focus: list[str] = field(default_factory=list)  # substrings the evidence excerpt should show
+    patch: dict[str, Any] = field(default_factory=dict)  # values a check computed for this input
 
 
 @dataclass
@@ -152,7 +153,9 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
         if fn is None:
             return None
         res = fn(ctx.facts, **sig.params)
-        return SignalResult(res[0], res[1], "check") if res else None
+        if not res:
+            return None
+        return SignalResult(res[0], res[1], "check", [], res[2] if len(res) > 2 else {})
     if isinstance(sig, QuerySignal):
         q = ctx.query.lower()
         terms = [t for t in sig.terms if t.lower() in q]

@@ -22,6 +22,14 @@ class Setting(BaseModel):
     line: int = Field(description="1-based input line that sets it.")
 
 
+class Edit(BaseModel):
+    key: str
+    line: int | None = Field(None, description="1-based line to change; null when the key must be added.")
+    old: str | None = Field(None, description="The line as it is now.")
+    new: str = Field(description="The replacement line (or the line to add), in the input's own syntax.")
+    note: str = ""
+
+
 class Cause(BaseModel):
     rule_id: str = Field(description="Rule id; read the whole rule with explain_rule / rule://{id}.")
     title: str
@@ -40,6 +48,7 @@ class Finding(BaseModel):
     causes: list[Cause] = Field(default_factory=list, description="Most likely first.")
     fix: str = Field(description="Concrete change naming the exact option/key/flag.")
     patch: dict[str, Any] | None = Field(None, description="key -> new value where one applies.")
+    edits: list[Edit] = Field(default_factory=list, description="The patch as exact text edits of the input.")
     settings: list[Setting] = Field(default_factory=list,
                                     description="The run's own current values of the keys the fix names.")
     next_checks: list[str] = Field(default_factory=list)

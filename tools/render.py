@@ -86,8 +86,18 @@ def finding_renderables(n: int, f: Finding) -> list[RenderableType]:
             causes.append(Text.assemble((c.rule_id, "magenta"), f": {c.why}", (mark, "dim")))
         out.append(_section("Causes", _bullets(causes)))
     out.append(_section("Fix", f.fix))
-    if f.patch:
+    if f.edits:
+        rows = []
+        for e in f.edits:
+            if e.line is not None and e.old is not None:
+                rows.append((f"L{e.line}:", Text.assemble(("- " + e.old.strip(), "red"), "\n", ("+ " + e.new.strip(), "green"))))
+            else:
+                rows.append(("add:", Text.assemble(("+ " + e.new.strip(), "green"), (f"  ({e.note})" if e.note else "", "dim"))))
+        out.append(_section("Change", _rows(rows, marker_style="cyan")))
+    elif f.patch:
         out.append(_section("Patch", ", ".join(f"{k}={v}" for k, v in f.patch.items())))
+    if f.settings:
+        out.append(_section("Current settings", _bullets(f"{s.key} = {s.value!r} (L{s.line})" for s in f.settings)))
     if f.next_checks:
         out.append(_section("Next checks", _bullets(f.next_checks)))
     if f.sharpen:

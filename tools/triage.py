@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.config_facts import FactSet, extract_facts
+from grpo_debug.tools.edits import edits_for_patch
 from grpo_debug.tools.events import extract_events
 from grpo_debug.tools.match import Context, RuleHit, evaluate
 from grpo_debug.tools.metrics import MetricTable, extract_metrics, is_finite
@@ -222,10 +223,14 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
                     for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
         score = top.score + 0.3 * min(3, len(hs) - 1)
+        patch = dict(top.rule.fix.patch or {})
+        for r in top.results:
+            patch.update(r.patch)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title, confidence=confidence,
             evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
-            causes=causes, fix=top.rule.fix.summary, patch=top.rule.fix.patch,
+            causes=causes, fix=top.rule.fix.summary, patch=patch or None,
+            edits=edits_for_patch(patch, ctx.facts, lines),
             settings=_settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx),
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
         keyed.append((findings[-1], key))

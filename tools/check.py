@@ -1,0 +1,101 @@
+"""Config checks: a config file, launch script or pasted config block in, what the settings will cause
+and the exact edits out. Same engine and rules as triage (one engine, many views); stricter about the
+input: a YAML/JSON document or shell script that does not parse is an error naming the line.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+import yaml
+
+from grpo_debug.skills.loader import RuleBase
+from grpo_debug.tools.config_facts import ConfigParseError, FactSet, parse_document_strict
+from grpo_debug.tools.models import TriageResult
+from grpo_debug.tools.triage import build_context, read_input, triage_text
+
+FRAMEWORK_MARKERS: dict[str, re.Pattern[str]] = {
+    "verl": re.compile(r"^(actor_rollout_ref|algorithm|critic|reward_model|trainer|data)\.", re.I),
+    "deepspeed": re.compile(r"^(zero_optimization|train_micro_batch_size_per_gpu|gradient_clipping$|fp16\.|bf16\.|deepspeed_config\.)"),
+    "slime/relax": re.compile(r"^(rollout_batch_size|n_samples_per_prompt|rollout_num_gpus(_per_engine)?|actor_num_gpus_per_node|"
+                              r"sglang_mem_fraction_static|rollout_max_response_len|num_steps_per_rollout|debug_rollout_only)$"),
+    "megatron-lm": re.compile(r"^(tensor_model_parallel_size|pipeline_model_parallel_size|use_distributed_optimizer|"
+                              r"micro_batch_size|global_batch_size|moe_router_dtype|clip_grad)$"),
+    "trl/hf": re.compile(r"^(num_generations|max_completion_length|per_device_train_batch_size|max_grad_norm|use_vllm|vllm_mode)$"),
+    "openrlhf": re.compile(r"^(vllm_num_engines|colocate_all_models|micro_train_batch_size|vllm_enable_sleep|actor_num_nodes|zero_stage)$"),
+}
+
+
+def detect_frameworks(fs: FactSet) -> list[str]:
+    """Frameworks whose config keys appear in the facts (a key may name more than one)."""
+    hits: dict[str, int] = {}
+    for f in fs.facts:
+        for fw, rx in FRAMEWORK_MARKERS.items():
+            if rx.search(f.key):
+                hits[fw] = hits.get(fw, 0) + 1
+    return [fw for fw, n in sorted(hits.items(), key=lambda kv: -kv[1]) if n >= 2 or len(hits) == 1]
+
+
+def sniff_format(s: str, hint: str | None) -> str:
+    """yaml | json | sh | log: the extension's word, else what the text looks like."""
+    if hint in ("yaml", "json", "sh"):
+        return hint
+    st = s.lstrip()
+    if st.startswith("{"):
+        return "json"
+    lines = [ln for ln in s.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if lines and sum(bool(re.match(r"^\s*(-\s|[\w.-]+:(\s|$))", ln)) for ln in lines) >= 0.8 * len(lines):
+        return "yaml"
+    if re.search(r"^\s*(python3?|torchrun|deepspeed|ray job submit|accelerate launch|bash|export)\b|\\\s*$", s, re.M):
+        return "sh"
+    return "log"
+
+
+def _check_shell(s: str, label: str) -> None:
+    """Unbalanced quotes in a launch command: an error naming the line where the command starts."""
+    buf, start = [], None
+    for no, line in enumerate(s.splitlines(), 1):
+        if line.lstrip().startswith("#") and not buf:
+            continue
+        if not buf:
+            start = no
+        buf.append(line[:-1] if line.rstrip().endswith("\\") else line)
+        if line.rstrip().endswith("\\"):
+            continue
+        try:
+            shlex.split(" ".join(buf), comments=True)
+        except ValueError as e:
+            raise ConfigParseError(f"{label}: cannot parse the shell command starting at line {start}: {e}") from e
+        buf = []
+
+
+def check_config(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
+                 max_findings: int = 20) -> TriageResult:
+    """Check a config (verl/Hydra YAML, DeepSpeed JSON, accelerate YAML, TRL/HF args) or a launch script.
+
+    Returns the triage contract: each finding's symptom is what the setting will cause, its evidence the
+    config lines, its ``patch`` the new values and ``edits`` the exact replacement lines.
+
+    Raises:
+        InputError: unreadable input (see triage).
+        ConfigParseError: a YAML/JSON document or shell command that does not parse (names the line).
+    """
+    s, label, skipped, hint = read_input(text, path)
+    fmt = sniff_format(s, hint)
+    if fmt in ("yaml", "json"):
+        parse_document_strict(s, fmt, label)
+    elif fmt == "sh":
+        _check_shell(s, label)
+    res = triage_text(s, label=label, hint=fmt if fmt in ("yaml", "json") else None, skipped=skipped, rules=rules,
+                      max_findings=max_findings)
+    ctx, _ = build_context(s, fmt if fmt in ("yaml", "json") else None)
+    res.coverage.formats = sorted(set(res.coverage.formats) | {f"framework:{fw}" for fw in detect_frameworks(ctx.facts)})
+    if not res.findings:
+        res.summary = (f"No rule flags these settings ({res.coverage.config_facts} settings read; "
+                       f"{len(res.coverage.unknown_config_keys)} not used by any rule, listed in coverage). "
+                       "This checks known failure patterns only; it is not a guarantee that the run will work.")
+    return res
+
+
+__all__ = ["check_config", "ConfigParseError", "detect_frameworks", "sniff_format", "yaml"]
