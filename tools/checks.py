@@ -168,6 +168,54 @@ def deepspeed_clipping_disabled(fs: FactSet) -> Result:
     return None
 
 
+CLIP_KEYS = ("actor_rollout_ref.actor.optim.clip_grad", "actor_rollout_ref.actor.grad_clip", "critic.optim.clip_grad",
+             "clip_grad", "max_grad_norm", "max_norm")
+
+
+def clipping_disabled(fs: FactSet) -> Result:
+    """Gradient clipping set to 0 outside DeepSpeed: verl actor.optim.clip_grad / grad_clip, Megatron/slime
+    --clip-grad, HF/TRL max_grad_norm, OpenRLHF --max_norm (0 disables clipping in each)."""
+    f = fs.get(*CLIP_KEYS)
+    if f is None or _num(f) is None or _num(f) != 0:
+        return None
+    return ([f.line], f"{f.key} = {f.value}: gradient clipping is off", {f.key: 1.0})
+
+
+def slime_global_batch_mismatch(fs: FactSet) -> Result:
+    """slime: with --num-steps-per-rollout, global_batch_size = rollout_batch_size x n_samples_per_prompt //
+    num_steps_per_rollout, and slime asserts equality when --global-batch-size is also given
+    (slime/utils/arguments.py; reference/citations.md Q2). n_samples_per_prompt defaults to 1."""
+    rbs, n, gbs, steps = (fs.get("rollout_batch_size"), fs.get("n_samples_per_prompt"), fs.get("global_batch_size"),
+                          fs.get("num_steps_per_rollout"))
+    if None in (_num(rbs), _num(gbs), _num(steps)):
+        return None
+    want = _num(rbs) * _num(n, 1) // max(1, _num(steps))
+    if want == _num(gbs):
+        return None
+    return (_lines(rbs, n, gbs, steps), f"--global-batch-size {_num(gbs)} but rollout_batch_size {_num(rbs)} x "
+            f"n_samples_per_prompt {_num(n, 1)} // num_steps_per_rollout {_num(steps)} = {want}", {gbs.key: want})
+
+
+_HALF = ("float16", "fp16", "half", "torch.float16")
+
+
+def rollout_train_dtype_mismatch(fs: FactSet) -> Result:
+    """The rollout engine samples in fp16 while training runs in bf16 (or the reverse): log-probs of the same
+    tokens differ by the precision gap, so ratios and KL are off from step 1 (verl rollout.yaml:
+    'dtype: bfloat16 # should align with FSDP')."""
+    rd = fs.get("actor_rollout_ref.rollout.dtype", "rollout.dtype", "vllm_dtype")
+    if rd is None:
+        return None
+    r = str(rd.value).lower()
+    train_bf16 = fs.get("bf16", "bf16.enabled", "mixed_precision", "param_dtype", "actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype")
+    t = str(train_bf16.value).lower() if train_bf16 else "bf16"  # verl and most trainers train in bf16 by default
+    t_is_bf16 = t in ("true", "bf16", "bfloat16")
+    if (r in _HALF and t_is_bf16) or (r in ("bfloat16", "bf16") and t in _HALF):
+        return (_lines(rd, train_bf16), f"rollout dtype {rd.value} vs training {'bf16' if t_is_bf16 else t}",
+                {rd.key: "bfloat16" if t_is_bf16 else rd.value})
+    return None
+
+
 GROUP_KEYS = ("actor_rollout_ref.rollout.n", "n_samples_per_prompt", "num_generations", "rollout_n", "n_samples_per_prompt")
 
 
@@ -175,9 +223,20 @@ def group_size_below(fs: FactSet, min: int = 4) -> Result:
     """GRPO group size (samples per prompt) below ``min``: with 1 the group-normalised advantage is
     0 (verl: mean 0/std 1 branch) or the raw reward (REINFORCE without a baseline; rllm #605)."""
     f = fs.get(*GROUP_KEYS)
+    est = fs.get("adv_estimator", "advantage_estimator", "rl_algorithm")
+    truncated = any(f2.value == "..." or "..." in str(f2.value) for f2 in fs.facts)
+    if f is None and not truncated:
+        # the framework default when the key is left out: verl rollout.n 1, slime --n-samples-per-prompt 1
+        if est is not None and str(est.value).lower() == "grpo" and est.key.startswith("algorithm."):
+            return ([est.line], "actor_rollout_ref.rollout.n is not set: verl's default is 1 sample per prompt",
+                    {"actor_rollout_ref.rollout.n": min})
+        rbs = fs.get("rollout_batch_size")
+        if rbs is not None and rbs.origin == "flag" and (est is None or str(est.value).lower() == "grpo"):
+            return ([rbs.line], "--n-samples-per-prompt is not set: slime's default is 1 sample per prompt",
+                    {"n_samples_per_prompt": min})
+        return None
     if _num(f) is None or _num(f) >= min:
         return None
-    est = fs.get("adv_estimator", "advantage_estimator", "rl_algorithm")
     if est is not None and str(est.value).lower() not in ("grpo", "gspo", "dapo", "rloo", "drgrpo", "grpo_passk"):
         return None
     if est is None and f.key.lower().endswith("rollout.n"):
@@ -204,6 +263,9 @@ CHECKS: dict[str, Callable[..., Result]] = {
     "slime_gpus_exceed_cluster": slime_gpus_exceed_cluster,
     "deepspeed_single_dp_rank": deepspeed_single_dp_rank,
     "deepspeed_clipping_disabled": deepspeed_clipping_disabled,
+    "clipping_disabled": clipping_disabled,
+    "slime_global_batch_mismatch": slime_global_batch_mismatch,
+    "rollout_train_dtype_mismatch": rollout_train_dtype_mismatch,
     "group_size_below": group_size_below,
     "lora_rank_with_vllm": lora_rank_with_vllm,
 }
