@@ -24,8 +24,7 @@ GPT_MODEL_ARGS=(
     --num-layers 32
     --hidden-size 4096
     --num-attention-heads 32
-    --seq-length 4096
-    --max-position-embeddings 4096
+    --seq-length 4096 --max-position-embeddings 4096
     --attention-backend auto
 )
 
@@ -35,15 +34,12 @@ TRAINING_ARGS=(
     --train-iters 100000
     --weight-decay 0.1
     --optimizer adam
-    --adam-beta1 0.9
-    --adam-beta2 0.95
+    --adam-beta1 0.9 --adam-beta2 0.95
     --init-method-std 0.006
     --clip-grad 1.0
     --bf16
     --lr 3.0e-4
-    --lr-decay-style cosine
-    --min-lr 3.0e-5
-    --lr-warmup-fraction .001
+    --lr-decay-style cosine --min-lr 3.0e-5 --lr-warmup-fraction .001
     --use-distributed-optimizer
     --overlap-grad-reduce
     --overlap-param-gather
@@ -62,12 +58,8 @@ DATA_ARGS=(
 )
 
 EVAL_AND_LOGGING_ARGS=(
-    --log-interval 10
-    --save-interval 1000
-    --eval-interval 1000
-    --save $CHECKPOINT_PATH
-    --load $CHECKPOINT_PATH
-    --eval-iters 10
+    --log-interval 10 --save-interval 1000 --eval-interval 1000 --eval-iters 10
+    --save $CHECKPOINT_PATH --load $CHECKPOINT_PATH
     --tensorboard-dir $TENSORBOARD_LOGS_PATH
 )
 

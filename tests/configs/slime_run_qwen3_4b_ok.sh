@@ -10,27 +10,19 @@ MODEL_ARGS=(
    --swiglu
    --num-layers 36
    --hidden-size 2560
-   --ffn-hidden-size 9728
    --num-attention-heads 32
-   --group-query-attention
-   --num-query-groups 8
-   --normalization RMSNorm
-   --vocab-size 151936
 )
 
 CKPT_ARGS=(
    --hf-checkpoint /root/Qwen3-4B
    --ref-load /root/Qwen3-4B_torch_dist
    --load /root/Qwen3-4B_slime/
-   --save /root/Qwen3-4B_slime/
-   --save-interval 20
+   --save /root/Qwen3-4B_slime/ --save-interval 20
 )
 
 ROLLOUT_ARGS=(
    --prompt-data /root/dapo-math-17k/dapo-math-17k.jsonl
-   --input-key prompt
-   --label-key label
-   --apply-chat-template
+   --input-key prompt --label-key label --apply-chat-template
    --rollout-shuffle
    --rm-type deepscaler
    --num-rollout 3000
@@ -47,9 +39,7 @@ PERF_ARGS=(
    --sequence-parallel
    --pipeline-model-parallel-size 1
    --context-parallel-size 1
-   --recompute-granularity full
-   --recompute-method uniform
-   --recompute-num-layers 1
+   --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
    --use-dynamic-batch-size
    --max-tokens-per-gpu 9216
 )
@@ -58,8 +48,7 @@ GRPO_ARGS=(
    --advantage-estimator grpo
    --use-kl-loss
    --kl-loss-coef 0.00
-   --kl-loss-type low_var_kl
-   --entropy-coef 0.00
+   --kl-loss-type low_var_kl --entropy-coef 0.00
    --eps-clip 0.2
    --eps-clip-high 0.28
 )
@@ -67,10 +56,7 @@ GRPO_ARGS=(
 OPTIMIZER_ARGS=(
    --optimizer adam
    --lr 1e-6
-   --lr-decay-style constant
-   --weight-decay 0.1
-   --adam-beta1 0.9
-   --adam-beta2 0.98
+   --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98
 )
 
 SGLANG_ARGS=(
