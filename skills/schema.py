@@ -18,6 +18,8 @@ Signals are evaluated by :mod:`grpo_debug.tools.match` against the facts the tri
   it or ends with ``.<key>``; list several spellings in ``keys``.
 - ``check``: a named Python check over all config facts (batch arithmetic, GPU counts), see
   :data:`grpo_debug.tools.checks.CHECKS`.
+- ``probe``: a predicate over an on-host probe fact (``grpo-debug probe``; facts of the host the
+  server runs on, or of a probe report pasted in), e.g. ``ulimit_nofile lt 65535``.
 - ``query``: words that route a free-text question to this rule (used by ``suggest`` and the
   ``diagnose`` operations; never by log triage).
 """
@@ -95,12 +97,22 @@ class CheckSignal(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class ProbeSignal(_Strict):
+    """A predicate over an on-host probe fact (probes/collect.py host_facts keys without the 'probe.'
+    prefix, e.g. ulimit_nofile, dev_shm_gib, gpu_bf16, versions.vllm, conflicts)."""
+
+    kind: Literal["probe"] = "probe"
+    fact: str
+    op: ConfigOp = "eq"
+    value: Any = None
+
+
 class QuerySignal(_Strict):
     kind: Literal["query"] = "query"
     terms: list[str] = Field(min_length=1, description="Lower-case words or phrases of a question.")
 
 
-Signal = Annotated[Union[RegexSignal, EventSignal, DetectorSignal, ConfigSignal, CheckSignal, QuerySignal],
+Signal = Annotated[Union[RegexSignal, EventSignal, DetectorSignal, ConfigSignal, CheckSignal, ProbeSignal, QuerySignal],
                    Field(discriminator="kind")]
 
 

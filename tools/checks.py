@@ -26,6 +26,23 @@ def _lines(*facts: Fact | None) -> list[int]:
     return sorted({f.line for f in facts if f is not None})
 
 
+def world_size(fs: FactSet) -> tuple[int | None, list[Fact]]:
+    """GPUs the job trains on, from what the input states: verl trainer.n_gpus_per_node x trainer.nnodes,
+    torchrun --nproc_per_node x --nnodes, deepspeed --num_gpus / --include, accelerate --num_processes,
+    or a stated cluster comment."""
+    gpn, nn = fs.get("trainer.n_gpus_per_node"), fs.get("trainer.nnodes")
+    if gpn is not None:
+        return _num(gpn, 8) * _num(nn, 1), [f for f in (gpn, nn) if f]
+    npn = fs.get("nproc_per_node", "num_processes", "num_gpus")
+    if npn is not None and npn.key != "ray_start.num_gpus":
+        nodes = fs.get("nnodes", "num_nodes")
+        return _num(npn, 1) * _num(nodes, 1), [f for f in (npn, nodes) if f]
+    cn, cg = fs.get("cluster.nodes"), fs.get("cluster.gpus_per_node")
+    if cg is not None:
+        return _num(cn, 1) * _num(cg), [f for f in (cn, cg) if f]
+    return None, []
+
+
 def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
     """verl normalises the actor mini-batch per rank: ppo_mini_batch_size * rollout.n // (world_size // sp).
 
@@ -35,8 +52,20 @@ def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
     assertion, depending on the version. Defaults (verl ppo_trainer.yaml): rollout.n 1,
     trainer.n_gpus_per_node 8, trainer.nnodes 1, ulysses_sequence_parallel_size 1.
     """
-    mini = fs.get("actor_rollout_ref.actor.ppo_mini_batch_size", "actor.ppo_mini_batch_size")
-    micro = fs.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu")
+    for role in ("actor", "critic"):
+        res = _verl_mini_micro(fs, role)
+        if res:
+            return res
+    return None
+
+
+def _verl_mini_micro(fs: FactSet, role: str) -> Result:
+    if role == "actor":
+        mini = fs.get("actor_rollout_ref.actor.ppo_mini_batch_size", "actor.ppo_mini_batch_size")
+        micro = fs.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "actor.ppo_micro_batch_size_per_gpu")
+    else:
+        mini = fs.get("critic.ppo_mini_batch_size")
+        micro = fs.get("critic.ppo_micro_batch_size_per_gpu")
     if _num(mini) is None or _num(micro) is None:
         return None
     if fs.value("use_dynamic_bsz") is True:
@@ -51,7 +80,7 @@ def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
     patch = {micro.key: fit}
     if per_rank < _num(micro):
         return (_lines(mini, micro, n, gpn, nn),
-                f"per-rank mini-batch = ppo_mini_batch_size {_num(mini)} x rollout.n {_num(n, 1)} / "
+                f"{role} per-rank mini-batch = ppo_mini_batch_size {_num(mini)} x rollout.n {_num(n, 1)} / "
                 f"{world} GPUs = {per_rank} samples, below ppo_micro_batch_size_per_gpu {_num(micro)}", patch)
     if per_rank % _num(micro):
         return (_lines(mini, micro, n, gpn, nn),
@@ -216,6 +245,134 @@ def rollout_train_dtype_mismatch(fs: FactSet) -> Result:
     return None
 
 
+def verl_rollout_tp_exceeds_gpus(fs: FactSet) -> Result:
+    """verl rollout tensor parallel size (default 2 in rollout.yaml) must fit the GPUs per node and divide the
+    GPU count; a 1-GPU run with the default TP 2 cannot build the rollout mesh."""
+    tp = fs.get("actor_rollout_ref.rollout.tensor_model_parallel_size")
+    gpn = fs.get("trainer.n_gpus_per_node")
+    if gpn is None or (tp is None and not fs.find("actor_rollout_ref.rollout.name")):
+        return None
+    tpv, g = _num(tp, 2), _num(gpn, 8)
+    world = g * _num(fs.get("trainer.nnodes"), 1)
+    if tpv > g or world % tpv:
+        why = "default 2 (not set)" if tp is None else str(tpv)
+        return (_lines(tp, gpn), f"rollout tensor_model_parallel_size {why} does not fit {g} GPU(s) per node / {world} GPUs",
+                {"actor_rollout_ref.rollout.tensor_model_parallel_size": max(d for d in range(1, g + 1) if world % d == 0 and d <= tpv)})
+    return None
+
+
+def verl_train_batch_below_gpus(fs: FactSet) -> Result:
+    """data.train_batch_size (prompts) smaller than the number of GPUs: some verl versions split the prompt
+    batch over all workers before the n samples are made (verl issue #606), so a batch below the GPU count
+    cannot be dispatched."""
+    tbs = fs.get("data.train_batch_size")
+    world, src = world_size(fs)
+    if _num(tbs) is None or world is None or _num(tbs) >= world:
+        return None
+    return (_lines(tbs, *src), f"data.train_batch_size {_num(tbs)} prompts < {world} GPUs", {tbs.key: world})
+
+
+def deepspeed_batch_not_divisible(fs: FactSet) -> Result:
+    """DeepSpeed's identity train_batch_size = micro_batch_per_gpu x gradient_accumulation x world_size
+    (deepspeed/runtime/config.py); OpenRLHF derives the accumulation as train_batch_size // (micro x world), so a
+    train batch that is not a multiple of micro x world fails the check at start-up."""
+    tbs = fs.get("train_batch_size")
+    micro = fs.get("micro_train_batch_size", "train_micro_batch_size_per_gpu")
+    world, src = world_size(fs)
+    if world is None:
+        apn = fs.get("actor_num_gpus_per_node")
+        if apn is not None:
+            world, src = _num(apn, 1) * _num(fs.get("actor_num_nodes"), 1), [apn]
+    if None in (_num(tbs), _num(micro), world):
+        return None
+    unit = _num(micro) * world
+    if _num(tbs) % unit == 0:
+        return None
+    return (_lines(tbs, micro, *src), f"train_batch_size {_num(tbs)} is not a multiple of micro batch {_num(micro)} x "
+            f"{world} GPUs = {unit}", {tbs.key: max(unit, _num(tbs) // unit * unit)})
+
+
+def openrlhf_colocate_vllm_gpus(fs: FactSet) -> Result:
+    """OpenRLHF with --colocate_all_models asserts actor_num_nodes x actor_num_gpus_per_node ==
+    vllm_num_engines x vllm_tensor_parallel_size (openrlhf/cli/train_ppo_ray.py)."""
+    if not fs.value("colocate_all_models"):
+        return None
+    an, apn, ne, tp = (fs.get("actor_num_nodes"), fs.get("actor_num_gpus_per_node"), fs.get("vllm_num_engines"),
+                       fs.get("vllm_tensor_parallel_size"))
+    if _num(ne) is None:
+        return None
+    actor, vllm = _num(an, 1) * _num(apn, 8), _num(ne) * _num(tp, 1)
+    if actor == vllm:
+        return None
+    return (_lines(an, apn, ne, tp), f"actor GPUs {actor} != vllm_num_engines x vllm_tensor_parallel_size = {vllm}",
+            {ne.key: max(1, actor // _num(tp, 1))})
+
+
+def megatron_distopt_non_adam(fs: FactSet) -> Result:
+    """Megatron's DistributedOptimizer asserts isinstance(optimizer, Adam) ('Only Adam currently supported, due
+    to checkpointing requirements'); Muon variants reject it in validate_args."""
+    d, o = fs.get("use_distributed_optimizer"), fs.get("optimizer")
+    if d is None or d.value is not True or o is None or o.origin != "flag":
+        return None
+    name = str(o.value).lower()
+    if name in ("adam", "adamw") or "muon" in name:
+        return None
+    return (_lines(d, o), f"--optimizer {o.value} with --use-distributed-optimizer", {"use_distributed_optimizer": False})
+
+
+def trl_generations_not_divisible(fs: FactSet) -> Result:
+    """TRL GRPOConfig/GRPOTrainer: the effective train batch (num_processes x per_device_train_batch_size
+    [x gradient_accumulation_steps in newer TRL]) must be divisible by num_generations."""
+    g, pd = fs.get("num_generations"), fs.get("per_device_train_batch_size")
+    procs = fs.get("num_processes", "nproc_per_node")
+    if None in (_num(g), _num(pd)) or _num(g) < 2:
+        return None
+    nproc = _num(procs, 1)
+    ga = _num(fs.get("gradient_accumulation_steps"), 1)
+    old, new = nproc * _num(pd), nproc * _num(pd) * ga
+    if new % _num(g) == 0 and (old % _num(g) == 0 or ga == 1):
+        return None
+    if new % _num(g):
+        valid = [d for d in range(2, new + 1) if new % d == 0]
+        msg = (f"{nproc} processes x per_device_train_batch_size {_num(pd)} x accumulation {ga} = {new} is not "
+               f"divisible by num_generations {_num(g)}; valid values: {valid[:8]}")
+    else:
+        valid = [d for d in range(2, old + 1) if old % d == 0] or [old]
+        msg = (f"{nproc} processes x per_device_train_batch_size {_num(pd)} = {old} is not divisible by num_generations "
+               f"{_num(g)}: older TRL (the 'global train batch size' check, e.g. 0.15) rejects it; newer TRL counts "
+               f"gradient accumulation ({new}) and accepts it")
+    return (_lines(g, pd, procs), msg, {g.key: max((d for d in valid if d <= _num(g)), default=valid[0])})
+
+
+def context_budget_exceeds_model(fs: FactSet) -> Result:
+    """Prompt + response budget above the model/engine context (max_position_embeddings, max_model_len, Megatron
+    --seq-length/--max-position-embeddings): requests overflow or the engine refuses to start."""
+    pairs = (("data.max_prompt_length", "data.max_response_length"), ("max_prompt_length", "max_completion_length"),
+             ("rollout_max_prompt_len", "rollout_max_response_len"), ("prompt_max_len", "generate_max_len"))
+    ctx_f = fs.get("max_position_embeddings", "max_model_len", "context_length")
+    if _num(ctx_f) is None:
+        return None
+    for p, r in pairs:
+        fp, fr = fs.get(p), fs.get(r)
+        if _num(fp) is not None and _num(fr) is not None and _num(fp) + _num(fr) > _num(ctx_f):
+            return (_lines(fp, fr, ctx_f), f"{fp.key} {_num(fp)} + {fr.key} {_num(fr)} = {_num(fp) + _num(fr)} > "
+                    f"{ctx_f.key} {_num(ctx_f)}", {fr.key: max(1, _num(ctx_f) - _num(fp))})
+    return None
+
+
+def slime_global_batch_exceeds_rollout(fs: FactSet) -> Result:
+    """slime: one rollout yields rollout_batch_size x n_samples_per_prompt samples; a --global-batch-size above
+    that gives 0 optimizer steps per rollout (slime PR #2366 added a check)."""
+    rbs, n, gbs = fs.get("rollout_batch_size"), fs.get("n_samples_per_prompt"), fs.get("global_batch_size")
+    if None in (_num(rbs), _num(gbs)) or fs.get("num_steps_per_rollout") or rbs.origin != "flag":
+        return None
+    samples = _num(rbs) * _num(n, 1)
+    if _num(gbs) <= samples:
+        return None
+    return (_lines(rbs, n, gbs), f"--global-batch-size {_num(gbs)} > rollout_batch_size {_num(rbs)} x "
+            f"n_samples_per_prompt {_num(n, 1)} = {samples}: 0 training steps per rollout", {gbs.key: samples})
+
+
 GROUP_KEYS = ("actor_rollout_ref.rollout.n", "n_samples_per_prompt", "num_generations", "rollout_n", "n_samples_per_prompt")
 
 
@@ -263,6 +420,14 @@ CHECKS: dict[str, Callable[..., Result]] = {
     "slime_gpus_exceed_cluster": slime_gpus_exceed_cluster,
     "deepspeed_single_dp_rank": deepspeed_single_dp_rank,
     "deepspeed_clipping_disabled": deepspeed_clipping_disabled,
+    "verl_rollout_tp_exceeds_gpus": verl_rollout_tp_exceeds_gpus,
+    "verl_train_batch_below_gpus": verl_train_batch_below_gpus,
+    "deepspeed_batch_not_divisible": deepspeed_batch_not_divisible,
+    "openrlhf_colocate_vllm_gpus": openrlhf_colocate_vllm_gpus,
+    "megatron_distopt_non_adam": megatron_distopt_non_adam,
+    "trl_generations_not_divisible": trl_generations_not_divisible,
+    "context_budget_exceeds_model": context_budget_exceeds_model,
+    "slime_global_batch_exceeds_rollout": slime_global_batch_exceeds_rollout,
     "clipping_disabled": clipping_disabled,
     "slime_global_batch_mismatch": slime_global_batch_mismatch,
     "rollout_train_dtype_mismatch": rollout_train_dtype_mismatch,

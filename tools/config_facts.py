@@ -217,6 +217,9 @@ _PIP_LIST = re.compile(r"^([A-Za-z][\w.-]*)\s+(\d+(?:\.\d+)+[\w.+-]*)\s*$")
 _PIP_SHOW = re.compile(r"pip show (\S+)\s*->\s*Version:\s*(\S+)|^Version:\s*(\S+)")
 _CLUSTER = re.compile(r"(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(?:x\s*)?(?:[\w-]+\s+)*?GPUs?|"
                       r"(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)
+_COMMENT_KV = re.compile(r'"(\w+)"\s*:\s*(-?[\d.]+(?:e-?\d+)?|true|false|"[^"]*")')
+_COMMENT_VERSION = re.compile(r"\b(trl|verl|vllm|sglang|deepspeed|openrlhf|slime|relax|megatron-core|megatron-lm|torch|ray|"
+                              r"transformers)[ =v]+(\d+\.\d+(?:\.[\w]+)*)", re.I)
 _NOT_CONFIG_KV = re.compile(r"\bpid=\d+|actor_id=|repr=<|ray::")  # Ray task/actor headers, not settings
 _ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
 
@@ -325,6 +328,13 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
                     for key, val, _ in flat:
                         fs.add(key, val, ln.no, "json", t)
                     fs.formats.add("embedded-json")
+            for key, val in _COMMENT_KV.findall(s):  # '# model config.json: "max_position_embeddings": 4096'
+                fs.add(key, parse_scalar(val), ln.no, "comment", t)
+            for pkg, ver in _COMMENT_VERSION.findall(s):
+                fs.add("versions." + pkg.lower(), ver, ln.no, "comment", t)
+            nprocs = re.search(r"--num_processes[ =](\d+)|--nproc_per_node[ =](\d+)", s)
+            if nprocs:
+                fs.add("num_processes", int(nprocs.group(1) or nprocs.group(2)), ln.no, "comment", t)
             m = _CLUSTER.search(s)
             if m:
                 nodes = m.group(1) or m.group(3)
@@ -368,6 +378,9 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
                 body = body.rstrip()[:-1]
             toks = _tokens(body)
             prefix = "ray_start." if "ray start" in body else ""
+            inc = re.search(r"--include[ =]\S*?:([\d,]+)", body)
+            if inc:
+                fs.add("num_gpus", len(inc.group(1).split(",")), ln.no, "flag", t)
             _add_flags(toks, ln.no, t, fs, prefix)
             for key, val in _OVERRIDE.findall(" " + body):
                 fs.add(key, parse_override_value(val), ln.no, "override", t)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from grpo_debug.skills.schema import (CheckSignal, ConfigSignal, DetectorSignal, EventSignal, Match, QuerySignal,
-                                      RegexSignal, Rule)
+from grpo_debug.skills.schema import (CheckSignal, ConfigSignal, DetectorSignal, EventSignal, Match, ProbeSignal,
+                                      QuerySignal, RegexSignal, Rule)
 from grpo_debug.tools.checks import CHECKS
 from grpo_debug.tools.config_facts import FactSet
 from grpo_debug.tools.detectors import DETECTORS
@@ -23,7 +23,7 @@ from grpo_debug.tools.metrics import MetricTable
 from grpo_debug.tools.normalize import Line
 
 CONF_WEIGHT = {"high": 3.0, "medium": 2.0, "low": 1.0}
-KIND_WEIGHT = {"event": 1.5, "detector": 1.5, "check": 1.5, "config": 1.0, "regex": 1.0, "query": 0.5}
+KIND_WEIGHT = {"event": 1.5, "detector": 1.5, "check": 1.5, "probe": 1.5, "config": 1.0, "regex": 1.0, "query": 0.5}
 
 
 @dataclass
@@ -33,6 +33,7 @@ class Context:
     metrics: MetricTable
     facts: FactSet
     query: str = ""
+    probe: dict[str, Any] = field(default_factory=dict)  # host_facts() keys without the 'probe.' prefix
     _by_kind: dict[str, list[Event]] = field(default_factory=dict)
 
     def events_of(self, kind: str) -> list[Event]:
@@ -156,6 +157,13 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
         if not res:
             return None
         return SignalResult(res[0], res[1], "check", [], res[2] if len(res) > 2 else {})
+    if isinstance(sig, ProbeSignal):
+        if sig.fact not in ctx.probe:
+            return SignalResult([], f"probe fact {sig.fact} is unknown", "probe") if sig.op == "missing" else None
+        v = ctx.probe[sig.fact]
+        if sig.op == "present" or _cmp(sig.op, v, sig.value) if sig.op not in ("missing", "present") else sig.op == "present":
+            return SignalResult([], f"host: {sig.fact} = {v!r}", "probe")
+        return None
     if isinstance(sig, QuerySignal):
         q = ctx.query.lower()
         terms = [t for t in sig.terms if t.lower() in q]
