@@ -155,10 +155,6 @@ def test_facts_value_and_line(name, key, value, needle):
     assert fact.line == _line_of(name, needle)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "parser gap: a quoted Hydra override value is parsed with its shell quotes still on, so verl's own "
-    "`trainer.logger='[\"console\",\"wandb\"]'` is read as the string '[\"console\",\"wandb\"]', not the list "
-    "Hydra receives after bash strips the quotes"))
 def test_quoted_list_override_is_a_list():
     assert _facts("verl_grpo_run_ok.sh").value("trainer.logger") == ["console", "wandb"]
 
@@ -288,23 +284,14 @@ def test_bad_edits_replace_the_line_they_name(name):
 
 # ------------------------------------------------------------------ planted mistakes not (well) handled
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rule gap: group_size_below only accepts estimators grpo/gspo/dapo/rloo/drgrpo/grpo_passk; OpenRLHF's "
-    "GRPO is --advantage_estimator group_norm, so --n_samples_per_prompt 2 is not flagged"))
 def test_openrlhf_group_norm_with_two_samples():
     assert "grpo-group-size-below-four" in _rule_ids(_check("openrlhf_ppo_ray_bad.sh"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rule gap: lora_rank_with_vllm recognises the vLLM engine only from rollout.name / use_vllm; OpenRLHF "
-    "uses vLLM whenever --vllm_num_engines > 0, so --lora_rank 64 is not flagged"))
 def test_openrlhf_lora_rank_64_with_vllm_engines():
     assert "lora-rank64-vllm-missing-eos" in _rule_ids(_check("openrlhf_ppo_ray_bad.sh"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rule gap: deepspeed_single_dp_rank reads world_size / nproc_per_node / num_gpus, not accelerate's "
-    "num_processes, so ZeRO-3 with num_processes: 1 (dp=1) is not flagged"))
 def test_accelerate_zero3_on_one_process():
     assert "deepspeed-zero3-single-rank" in _rule_ids(_check("accelerate_zero3_bad.yaml"))
 
@@ -333,10 +320,6 @@ def test_trl_generation_batch_not_divisible_by_num_generations():
     assert new and 448 % new[0] == 0, [(e.line, e.new) for e in f.edits]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rule conflict: for num_generations 3 (448 samples) trl-generations-not-divisible patches "
-    "num_generations to 2, the largest divisor below 3, which grpo-group-size-below-four then flags; a "
-    "divisor >= 4 (4, 7, 8, ...) fixes both"))
 def test_trl_divisibility_fix_keeps_groups_of_four():
     if not _has_rule("trl-generations-not-divisible"):
         pytest.skip("trl-generations-not-divisible is not in the rule base")
@@ -345,36 +328,22 @@ def test_trl_divisibility_fix_keeps_groups_of_four():
     assert f.patch and f.patch.get("num_generations", 0) >= 4, f.patch
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "rule gap: megatron-muon-unsupported-options has no patch, so check gives no edit that removes "
-    "--use-distributed-optimizer / --overlap-grad-reduce or changes --optimizer"))
 def test_megatron_muon_finding_has_an_edit():
     f = _finding_of(_check("megatron_pretrain_bad.sh"), "megatron-muon-unsupported-options")
     assert f is not None and f.edits
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "edit bug: precision-fp16-and-bf16 patches fp16.enabled; on a TRL/HF recipe (top-level fp16: true) "
-    "the edit becomes a new line 'fp16.enabled: false (nest under the dotted path)' instead of "
-    "replacing the fp16: true line with fp16: false"))
 def test_trl_fp16_edit_rewrites_the_fp16_line():
     f = _finding_of(_check("trl_grpo_recipe_bad.yaml"), "precision-fp16-and-bf16")
     planted = _line_of("trl_grpo_recipe_bad.yaml", "fp16: true")
     assert any(e.line == planted and e.new == "fp16: false" for e in f.edits), [(e.line, e.new) for e in f.edits]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "edit bug: the fixed patches of lora-rank64-vllm-missing-eos and grpo-group-size-below-four carry verl "
-    "keys, so a TRL recipe also gets 'add actor_rollout_ref.model.lora_rank / lora_alpha / rollout.n' lines"))
 def test_trl_edits_use_only_trl_keys():
     keys = [e.key for f in _check("trl_grpo_recipe_bad.yaml").findings for e in f.edits]
     assert not [k for k in keys if k.startswith("actor_rollout_ref.")], keys
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "edit bug: the added slime flag is spelled --num_gpus_per_node (edits._new_line picks underscores "
-    "because the --runtime-env-json JSON value contains '_'); slime's argparse only accepts "
-    "--num-gpus-per-node, like every other flag in the script"))
 def test_slime_added_flag_uses_dashes():
     res = _check("slime_run_qwen3_4b_bad.sh")
     news = [e.new for f in res.findings for e in f.edits if e.line is None]
@@ -397,9 +366,6 @@ ray job submit --address="http://127.0.0.1:8265" \\
 """
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigParseError, reason=(
-    "parser false positive: check's shell check joins only backslash-continued lines, so slime's own "
-    "multi-line RUNTIME_ENV_JSON=\"{ ... }\" string is rejected as 'No closing quotation' at line 3"))
 def test_multiline_quoted_shell_string_parses():
     check_config(text=SLIME_RUNTIME_ENV)
 

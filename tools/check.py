@@ -18,7 +18,7 @@ from grpo_debug.tools.triage import build_context, read_input, triage_text
 FRAMEWORK_MARKERS: dict[str, re.Pattern[str]] = {
     "verl": re.compile(r"^(actor_rollout_ref|algorithm|critic|reward_model|trainer|data)\.", re.I),
     "deepspeed": re.compile(r"^(zero_optimization|train_micro_batch_size_per_gpu|gradient_clipping$|fp16\.|bf16\.|deepspeed_config\.)"),
-    "slime/relax": re.compile(r"^(rollout_batch_size|n_samples_per_prompt|rollout_num_gpus(_per_engine)?|actor_num_gpus_per_node|"
+    "slime/relax": re.compile(r"^(rollout_num_gpus(_per_engine)?|rollout_max_prompt_len|"
                               r"sglang_mem_fraction_static|rollout_max_response_len|num_steps_per_rollout|debug_rollout_only)$"),
     "megatron-lm": re.compile(r"^(tensor_model_parallel_size|pipeline_model_parallel_size|use_distributed_optimizer|"
                               r"micro_batch_size|global_batch_size|moe_router_dtype|clip_grad)$"),
@@ -53,8 +53,10 @@ def sniff_format(s: str, hint: str | None) -> str:
 
 
 def _check_shell(s: str, label: str) -> None:
-    """Unbalanced quotes in a launch command: an error naming the line where the command starts."""
-    buf, start = [], None
+    """Unbalanced quotes in a launch script: an error naming the line where the command starts. A quoted
+    value may span lines (e.g. RUNTIME_ENV_JSON="{ ... }"); only a quote still open at the end is an error."""
+    buf: list[str] = []
+    start = None
     for no, line in enumerate(s.splitlines(), 1):
         if line.lstrip().startswith("#") and not buf:
             continue
@@ -64,10 +66,14 @@ def _check_shell(s: str, label: str) -> None:
         if line.rstrip().endswith("\\"):
             continue
         try:
-            shlex.split(" ".join(buf), comments=True)
+            shlex.split("\n".join(buf), comments=True)
         except ValueError as e:
+            if "No closing quotation" in str(e):
+                continue  # the quoted value goes on on the next line
             raise ConfigParseError(f"{label}: cannot parse the shell command starting at line {start}: {e}") from e
         buf = []
+    if buf:
+        raise ConfigParseError(f"{label}: unbalanced quote in the shell command starting at line {start}")
 
 
 def check_config(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,

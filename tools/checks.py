@@ -165,12 +165,12 @@ def slime_gpus_exceed_cluster(fs: FactSet) -> Result:
 def deepspeed_single_dp_rank(fs: FactSet) -> Result:
     """ZeRO-3 on one data-parallel rank: train_batch_size == micro_batch x grad_accum x dp gives dp=1
     (DeepSpeed batch identity, deepspeed/runtime/config.py); ZeRO partitions over dp ranks only."""
-    stage = fs.get("zero_optimization.stage", "zero_stage", "zero_optimization_stage")
+    stage = fs.get("zero_optimization.stage", "zero_stage", "zero_optimization_stage", "deepspeed_config.zero_stage")
     if _num(stage) != 3:
         return None
     tbs, mb, ga = fs.get("train_batch_size"), fs.get("train_micro_batch_size_per_gpu"), fs.get("gradient_accumulation_steps")
     if None in (_num(tbs), _num(mb), _num(ga)):
-        ws = fs.get("world_size", "nproc_per_node", "num_gpus")
+        ws = fs.get("world_size", "nproc_per_node", "num_gpus", "num_processes")
         if _num(ws) == 1:
             return (_lines(stage, ws), "ZeRO stage 3 with a single GPU")
         return None
@@ -341,7 +341,8 @@ def trl_generations_not_divisible(fs: FactSet) -> Result:
         msg = (f"{nproc} processes x per_device_train_batch_size {_num(pd)} = {old} is not divisible by num_generations "
                f"{_num(g)}: older TRL (the 'global train batch size' check, e.g. 0.15) rejects it; newer TRL counts "
                f"gradient accumulation ({new}) and accepts it")
-    return (_lines(g, pd, procs), msg, {g.key: max((d for d in valid if d <= _num(g)), default=valid[0])})
+    best = min(valid, key=lambda d: (d < 4, abs(d - _num(g))))  # keep groups of >= 4 when possible
+    return (_lines(g, pd, procs), msg, {g.key: best})
 
 
 def context_budget_exceeds_model(fs: FactSet) -> Result:
@@ -394,7 +395,8 @@ def group_size_below(fs: FactSet, min: int = 4) -> Result:
         return None
     if _num(f) is None or _num(f) >= min:
         return None
-    if est is not None and str(est.value).lower() not in ("grpo", "gspo", "dapo", "rloo", "drgrpo", "grpo_passk"):
+    if est is not None and str(est.value).lower() not in ("grpo", "gspo", "dapo", "rloo", "drgrpo", "grpo_passk",
+                                                          "group_norm", "dr_grpo", "reinforce_plus_plus_baseline"):
         return None
     if est is None and f.key.lower().endswith("rollout.n"):
         return None
@@ -406,8 +408,9 @@ def lora_rank_with_vllm(fs: FactSet, min: int = 64) -> Result:
     r = fs.get("lora_rank", "lora_r", "r")
     if _num(r) is None or _num(r) < min:
         return None
-    eng = fs.get("actor_rollout_ref.rollout.name", "rollout.name", "use_vllm")
-    if eng is None or str(eng.value).lower() not in ("vllm", "true"):
+    eng = fs.get("actor_rollout_ref.rollout.name", "rollout.name", "use_vllm", "vllm_num_engines")
+    if eng is None or (str(eng.value).lower() not in ("vllm", "true") and not (eng.key.endswith("vllm_num_engines")
+                                                                            and (_num(eng) or 0) > 0)):
         return None
     return (_lines(r, eng), f"LoRA rank {_num(r)} with a vLLM rollout", {r.key: 32})
 

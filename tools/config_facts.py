@@ -102,6 +102,8 @@ class ConfigParseError(ValueError):
 def parse_override_value(v: str):
     """A Hydra/verl override value as Hydra reads it ('[1,2]' -> list, 'null' -> None, quoted strings),
     through OmegaConf's dotlist grammar as verl does; plain scalar parsing as a fallback."""
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+        v = v[1:-1]  # shell quoting around the whole value
     if v == "" or "$" in v:
         return parse_scalar(v)
     try:
@@ -287,7 +289,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
             re.match(r"^\s*[\w.-]+:\s", whole_text) else None
         if flat and (len(flat) >= 2 or fmt_hint):
             for key, val, no in flat:
-                fs.add(key, parse_scalar(val) if isinstance(val, str) else val, no,
+                fs.add(key, val, no,
                        "json" if whole_text.lstrip().startswith("{") else "yaml",
                        lines[no - 1].text if 0 < no <= len(lines) else "")
                 doc_lines.add(no)

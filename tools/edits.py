@@ -74,11 +74,18 @@ def _style(fs: FactSet) -> str:
     return "override"
 
 
-def _new_line(key: str, new: Any, fs: FactSet) -> str:
+def _flag_style_underscore(lines: list[Line]) -> bool:
+    """Whether the input spells multi-word flags with underscores (OpenRLHF --actor_num_nodes) rather than
+    dashes (slime/Megatron --num-gpus-per-node): majority of --flag tokens."""
+    text = "\n".join(ln.text for ln in lines)
+    dash = len(re.findall(r"(?<![\w-])--[a-z0-9]+-[a-z0-9]", text))
+    under = len(re.findall(r"(?<![\w-])--[a-z0-9]+_[a-z0-9]", text))
+    return under > dash
+
+
+def _new_line(key: str, new: Any, fs: FactSet, underscore: bool = False) -> str:
     style = _style(fs)
     if style == "flag":
-        underscore = any("_" in (f.text.split("--", 1)[1].split()[0] if "--" in f.text else "")
-                         for f in fs.facts if f.origin == "flag")
         name = key.rsplit(".", 1)[-1]
         name = name if underscore else name.replace("_", "-")
         return f"--{name}" if new is True else f"--{name} {_py(new)}"
@@ -91,11 +98,29 @@ def _new_line(key: str, new: Any, fs: FactSet) -> str:
     return f"{key}={_py(new)}"
 
 
+def applicable(key: str, fs: FactSet) -> bool:
+    """A patch key fits the input when the input sets it (or its parent), or speaks its namespace: a dotted
+    verl key is not added to a TRL recipe, a DeepSpeed JSON key is not added to a slime script."""
+    if fs.get(key) is not None or ("." in key and fs.get(key.rsplit(".", 1)[0]) is not None):
+        return True
+    if "." in key:
+        ns = key.split(".", 1)[0].lower() + "."
+        return any(f.key.lower().startswith(ns) for f in fs.facts)
+    return True
+
+
 def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line]) -> list[Edit]:
     """Exact edits for ``patch`` against the input: replace the line that sets a key, or add one."""
     out: list[Edit] = []
+    underscore = _flag_style_underscore(lines)
     for key, new in (patch or {}).items():
+        if not applicable(key, fs):
+            continue
         f = fs.get(key)
+        if f is None and "." in key:
+            parent = fs.get(key.rsplit(".", 1)[0])  # TRL/HF `fp16: true` for DeepSpeed's fp16.enabled
+            if parent is not None and isinstance(parent.value, bool):
+                f = parent
         if f is not None and 0 < f.line <= len(lines):
             raw = lines[f.line - 1].raw.rstrip("\r\n")
             if f.value == new:
@@ -104,8 +129,8 @@ def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line]
             if changed is not None and changed != raw:
                 out.append(Edit(key=f.key, line=f.line, old=raw, new=changed))
                 continue
-            out.append(Edit(key=f.key, line=f.line, old=raw, new=_new_line(f.key, new, fs),
+            out.append(Edit(key=f.key, line=f.line, old=raw, new=_new_line(f.key, new, fs, underscore),
                             note="could not rewrite the line in place; set this instead"))
         else:
-            out.append(Edit(key=key, line=None, old=None, new=_new_line(key, new, fs), note="not set in the input; add it"))
+            out.append(Edit(key=key, line=None, old=None, new=_new_line(key, new, fs, underscore), note="not set in the input; add it"))
     return out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.config_facts import FactSet, extract_facts
-from grpo_debug.tools.edits import edits_for_patch
+from grpo_debug.tools.edits import applicable, edits_for_patch
 from grpo_debug.tools.events import extract_events
 from grpo_debug.tools.match import Context, RuleHit, evaluate
 from grpo_debug.tools.metrics import MetricTable, extract_metrics, is_finite
@@ -223,9 +223,12 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
                     for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
         score = top.score + 0.3 * min(3, len(hs) - 1)
-        patch = dict(top.rule.fix.patch or {})
-        for r in top.results:
-            patch.update(r.patch)
+        patch: dict = {}
+        for h in hs:  # the top cause first; other causes' changes only for keys it does not set
+            hp = {**(h.rule.fix.patch or {}), **{k: v for r in h.results for k, v in r.patch.items()}}
+            for k, v in hp.items():
+                if applicable(k, ctx.facts):
+                    patch.setdefault(k, v)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title, confidence=confidence,
             evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
