@@ -21,6 +21,7 @@ from grpo_debug.tools.models import TriageResult
 from grpo_debug.tools.render import render_rule_markdown
 from grpo_debug.tools.rules_view import RulePage, UnknownRuleError, find_rule, rule_page
 from grpo_debug.tools.families import FamilyError, FamilyReport, run_family
+from grpo_debug.tools.probe_view import ProbeResult, run_probe
 from grpo_debug.tools.suggest import Suggestion, suggest
 from grpo_debug.tools.triage import InputError, triage
 
@@ -172,6 +173,27 @@ def build_server() -> MCPServer:
             return check_config(text=text, path=path)
         except (InputError, ConfigParseError) as e:
             raise ToolError(str(e)) from None
+
+    @server.tool(name="probe_host", title="Probe this host",
+                 description="Facts of the machine the server runs on: versions, env vars, limits, GPUs (NVML), with "
+                             "rules over them; optional numerics (torch subprocess), checkpoint folder, tokenizer stop ids, "
+                             "memory estimate, Ray cluster fan-out. Read-only.", annotations=READ_ONLY)
+    def probe_host_tool(
+        numerics: Annotated[bool, Field(description="Run the torch numerics probes (CPU; a GPU only if free).")] = False,
+        checkpoint: Annotated[str | None, Field(description="A Megatron/DeepSpeed/HF checkpoint folder to inspect.")] = None,
+        tokenizer: Annotated[str | None, Field(description="Tokenizer folder or tokenizer.json (with `stop`).")] = None,
+        stop: Annotated[list[str] | None, Field(description="Stop strings to turn into stop_token_ids.")] = None,
+        estimate: Annotated[dict | None, Field(description="Memory estimator arguments, e.g. {params_b: 7, zero_stage: 3, "
+                                                           "dp: 8, seq_len: 4096, gpu: 'h100_sxm'}.")] = None,
+        ray_address: Annotated[str | None, Field(description="Probe every node of this Ray cluster (host:port).")] = None,
+    ) -> ProbeResult:
+        if tokenizer and not stop:
+            raise ToolError("`tokenizer` needs `stop`: the stop strings to look up")
+        try:
+            return run_probe(numerics=numerics, checkpoint=_opt(checkpoint), tokenizer=_opt(tokenizer), stop=stop,
+                             estimate=estimate, ray_address=_opt(ray_address))
+        except TypeError as e:  # an unknown estimator argument
+            raise ToolError(f"estimate: {e}") from None
 
     def _family_tool(family: str, ops: tuple[str, ...], description: str, title: str) -> None:
         def tool(operation, text=None, path=None, gpu=None):

@@ -146,6 +146,50 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from grpo_debug.tools.probe_view import run_probe
+
+    estimate = None
+    if args.estimate:
+        estimate = {k: v for k, v in {
+            "params_b": args.params_b, "config_json": args.model_config, "dtype": args.dtype, "zero_stage": args.zero_stage,
+            "fsdp": args.fsdp, "dp": args.dp, "tp": args.tp, "lora_rank": args.lora_rank, "ref_model": not args.no_ref,
+            "rollout_mem_fraction": args.rollout_mem_fraction, "seq_len": args.seq_len, "micro_batch": args.micro_batch,
+            "gpu": args.gpu, "optimizer_offload": args.optimizer_offload, "param_offload": args.param_offload,
+        }.items() if v is not None}
+        if "params_b" not in estimate and "config_json" not in estimate:
+            raise CliError("--estimate needs --params-b N (billions) or --model-config PATH (a config.json or model folder)")
+    config_text = ""
+    if args.config:
+        try:
+            with open(args.config, encoding="utf-8", errors="replace") as fh:
+                config_text = fh.read()
+        except OSError as e:
+            raise CliError(f"{args.config}: cannot read: {e.strerror or e}") from None
+    if args.tokenizer and not args.stop:
+        raise CliError("--tokenizer needs at least one --stop STRING to look up")
+    res = run_probe(numerics=args.numerics, device=args.device, force=args.force, checkpoint=args.checkpoint,
+                    tokenizer=args.tokenizer, stop=args.stop, estimate=estimate, ray_address=args.ray_address,
+                    config_text=config_text, host=not args.no_host)
+    if args.format == "json":
+        _out(res.model_dump_json(indent=2))
+        return 0
+    _out(res.summary)
+    if res.host is not None:
+        from grpo_debug.probes.collect import HostReport, render_host_text
+
+        _out(render_host_text(HostReport.model_validate(res.host)))
+    for f in res.findings:
+        _out(f"* [{f.symptom}] {f.title} ({f.confidence})\n    fix: {f.fix}")
+    import json as _json
+
+    for name in ("checkpoint", "tokenizer", "memory", "cluster"):
+        val = getattr(res, name)
+        if val is not None:
+            _out(f"\n{name}:\n" + _json.dumps(val, indent=2, default=str))
+    return 0
+
+
 def _rules():
     from grpo_debug.skills.loader import default_rules
 
@@ -306,6 +350,37 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
     c.set_defaults(func=cmd_check)
+
+    pr = sub.add_parser("probe", help="read this host: environment, GPUs (NVML), numerics, checkpoint, tokenizer, memory",
+                        description="On-host facts as values or 'unknown' with the reason; rules over them. Read-only "
+                                    "unless --numerics (a torch subprocess; GPUs only with --device cuda when free).")
+    pr.add_argument("--numerics", action="store_true", help="measure fp16 overflow, bf16 drift, repeatability (torch)")
+    pr.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    pr.add_argument("--force", action="store_true", help="use a GPU even if busy or short of memory")
+    pr.add_argument("--no-host", action="store_true", help="skip the environment/GPU probes")
+    pr.add_argument("--checkpoint", metavar="DIR", help="inspect a Megatron / DeepSpeed / HF checkpoint folder")
+    pr.add_argument("--tokenizer", metavar="DIR", help="tokenizer folder or tokenizer.json, with --stop")
+    pr.add_argument("--stop", action="append", metavar="STRING", help="a stop string to turn into stop_token_ids")
+    pr.add_argument("--config", metavar="PATH", help="a config/launch script to combine with host facts")
+    pr.add_argument("--ray-address", metavar="ADDR", help="probe every node of this Ray cluster (e.g. 10.0.0.5:6379)")
+    pr.add_argument("--estimate", action="store_true", help="estimate GPU memory per component")
+    pr.add_argument("--params-b", type=float, help="model parameters in billions (for --estimate)")
+    pr.add_argument("--model-config", metavar="PATH", help="config.json or model folder (for --estimate)")
+    pr.add_argument("--dtype", default=None, choices=("bf16", "fp16", "fp32"))
+    pr.add_argument("--zero-stage", type=int, choices=(0, 1, 2, 3))
+    pr.add_argument("--fsdp", action="store_true", default=None)
+    pr.add_argument("--dp", type=int)
+    pr.add_argument("--tp", type=int)
+    pr.add_argument("--lora-rank", type=int)
+    pr.add_argument("--no-ref", action="store_true", help="no reference model")
+    pr.add_argument("--rollout-mem-fraction", type=float, help="colocated rollout engine memory fraction")
+    pr.add_argument("--seq-len", type=int)
+    pr.add_argument("--micro-batch", type=int)
+    pr.add_argument("--optimizer-offload", action="store_true", default=None)
+    pr.add_argument("--param-offload", action="store_true", default=None)
+    pr.add_argument("--gpu", help="GPU id from the spec table (default h100_sxm)")
+    pr.add_argument("--format", choices=("text", "json"), default="text")
+    pr.set_defaults(func=cmd_probe)
 
     r = sub.add_parser("rule", help="show one rule: what, why, fix, sources",
                        description="Show one rule of the knowledge base.")

@@ -172,6 +172,7 @@ class Example(_Strict):
     format: Literal["log", "yaml", "json", "sh", "text"] = "log"
     expect: Literal["match", "no_match"]
     mode: Literal["triage", "query"] = "triage"
+    probe: dict[str, Any] = Field(default_factory=dict, description="Host facts for probe signals (keys without 'probe.').")
     note: str = ""
 
 

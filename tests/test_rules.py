@@ -87,6 +87,7 @@ def test_rule_example(rule, example):
     else:
         hint = example.format if example.format in ("yaml", "json") else None
         ctx, _ = build_context(example.input, hint)
+        ctx.probe = dict(example.probe)
         hit = evaluate(rule, ctx)
     assert (hit is not None) == (example.expect == "match"), (
         f"{rule.id}: example {example.name!r} expected {example.expect}; "
