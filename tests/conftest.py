@@ -95,3 +95,27 @@ def example_log() -> Path:
     from importlib.resources import files
 
     return Path(str(files("grpo_debug.tools").joinpath("examples", "verl_grpo_nan.log")))
+
+
+def _has_cuda() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import subprocess
+    import sys
+
+    code = "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)"
+    try:  # in a subprocess: importing torch here would slow every test session down
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip @pytest.mark.gpu tests on machines without a CUDA GPU (scripts/gpu_check.py runs them on one)."""
+    gpu_items = [it for it in items if it.get_closest_marker("gpu")]
+    if gpu_items and not _has_cuda():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu_check.py on a GPU machine)")
+        for it in gpu_items:
+            it.add_marker(skip)
