@@ -1,0 +1,121 @@
+"""Path confinement for the MCP server: a path given to a tool must lie under one of the allowed roots.
+
+The MCP tools read files on the *server's* machine on behalf of a client that may be remote (HTTP), so
+every path a tool takes goes through :func:`resolve_path` first. It refuses ``..`` escapes, absolute
+paths outside the roots, symlinks that point out of them, devices, FIFOs and sockets, and missing
+paths, each with a message that names the path and what to do. The CLI is the user's own shell and
+does not use this.
+
+Roots: the server's working directory, plus ``GRPO_DEBUG_ALLOW`` (``os.pathsep``-separated) and
+``--allow DIR`` (see :func:`default_roots`).
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Iterable, Literal
+
+ALLOW_ENV = "GRPO_DEBUG_ALLOW"
+Kind = Literal["file", "dir", "any"]
+
+
+class PathNotAllowed(ValueError):
+    """A path a tool may not read: outside the allowed roots, missing, or not a regular file/folder."""
+
+
+def default_roots(extra: Iterable[str | os.PathLike] = (), *, env: dict[str, str] | None = None,
+                  cwd: str | os.PathLike | None = None) -> list[Path]:
+    """The working directory, then each folder in $GRPO_DEBUG_ALLOW, then ``extra`` (e.g. ``--allow``),
+    resolved and without duplicates. Roots that do not exist are kept out (nothing under them can be read)."""
+    env = os.environ if env is None else env
+    cands: list[str | os.PathLike] = [cwd if cwd is not None else os.getcwd()]
+    cands += [p for p in env.get(ALLOW_ENV, "").split(os.pathsep) if p.strip()]
+    cands += list(extra)
+    out: list[Path] = []
+    for c in cands:
+        try:
+            r = Path(c).expanduser().resolve(strict=True)
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if r.is_dir() and r not in out:
+            out.append(r)
+    return out
+
+
+def _under(p: Path, root: Path) -> bool:
+    return p == root or root in p.parents
+
+
+def _describe(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathLike], *, kind: Kind = "file",
+                 base: str | os.PathLike | None = None) -> Path:
+    """The real path of ``path`` (symlinks resolved) when it may be read; raises :class:`PathNotAllowed`.
+
+    ``kind``: ``"file"`` (a regular file; triage, check), ``"dir"`` (a folder) or ``"any"`` (a regular file or
+    a folder; checkpoint and tokenizer). A relative ``path`` is taken relative to ``base`` (default: the
+    working directory). The check is done twice: on the path as written (so ``..`` cannot climb out, whether
+    or not the target exists) and on the resolved path (so a symlink cannot point out).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise PathNotAllowed(f"path must be a string, got {type(path).__name__}")
+    raw = os.fspath(path)
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    shown = raw if len(raw) <= 300 else raw[:300] + "..."
+    if not raw.strip():
+        raise PathNotAllowed("path is empty; give the path of a file on the server's machine")
+    if "\x00" in raw:
+        raise PathNotAllowed(f"{shown!r}: path contains a NUL byte")
+    roots = [Path(os.path.abspath(r)) for r in allowed_roots]
+    real_roots = []
+    for r in roots:
+        try:
+            real_roots.append(r.resolve())
+        except (OSError, RuntimeError):
+            pass
+    if not roots:
+        raise PathNotAllowed(f"{shown}: no folder is allowed (start the server with --allow DIR)")
+    where = ", ".join(str(r) for r in roots[:5]) + (f" (+{len(roots) - 5} more)" if len(roots) > 5 else "")
+    hint = f"allowed roots: {where}; the server's owner can add one with --allow DIR or {ALLOW_ENV}"
+
+    start = Path(base) if base is not None else Path(os.getcwd())
+    lexical = Path(os.path.normpath(start / raw))  # collapses '..' without touching the file system
+    if not any(_under(lexical, r) for r in roots + real_roots):
+        if ".." in Path(raw).parts:
+            raise PathNotAllowed(f"{shown}: '..' climbs out of the allowed roots ({hint})")
+        raise PathNotAllowed(f"{shown}: outside the allowed roots ({hint})")
+    try:
+        real = (start / raw).resolve(strict=True)
+    except FileNotFoundError:
+        raise PathNotAllowed(f"{shown}: no such file or directory; give the path of an existing "
+                             f"{'folder' if kind == 'dir' else 'file'}") from None
+    except (OSError, RuntimeError) as e:  # symlink loop, permission, name too long
+        raise PathNotAllowed(f"{shown}: cannot resolve: {getattr(e, 'strerror', None) or e}") from None
+    if not any(_under(real, r) for r in real_roots):
+        raise PathNotAllowed(f"{shown}: a symlink pointing outside the allowed roots (to {real}; {hint})")
+    try:
+        mode = real.stat().st_mode
+    except OSError as e:
+        raise PathNotAllowed(f"{shown}: cannot stat: {e.strerror or e}") from None
+    ok = {"file": stat.S_ISREG(mode), "dir": stat.S_ISDIR(mode),
+          "any": stat.S_ISREG(mode) or stat.S_ISDIR(mode)}[kind]
+    if not ok:
+        want = {"file": "a regular file", "dir": "a folder", "any": "a regular file or a folder"}[kind]
+        what = _describe(mode)
+        if stat.S_ISREG(mode):
+            what = "a regular file"
+        raise PathNotAllowed(f"{shown}: is {what}, not {want}"
+                             + ("; pass one log or config file inside it" if stat.S_ISDIR(mode) else ""))
+    return real
