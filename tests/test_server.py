@@ -68,7 +68,7 @@ async def test_triage_max_findings_is_validated():
     assert r.is_error
 
 
-async def test_triage_input_error_becomes_tool_error(monkeypatch):
+async def test_triage_input_error_becomes_tool_error(monkeypatch, tmp_path):
     import grpo_debug.server.app as app
     from grpo_debug.tools.triage import InputError
 
@@ -76,8 +76,9 @@ async def test_triage_input_error_becomes_tool_error(monkeypatch):
         raise InputError("/x/run.log: no such file; pass the path of a log")
 
     monkeypatch.setattr(app, "triage", boom)
-    async with Client(build_server()) as c:
-        r = await c.call_tool("triage", {"path": "/x/run.log"})
+    (tmp_path / "run.log").write_text("step:1\n")  # paths must exist under an allowed root to reach triage
+    async with Client(build_server(allowed_roots=[tmp_path])) as c:
+        r = await c.call_tool("triage", {"path": str(tmp_path / "run.log")})
     assert r.is_error and "/x/run.log: no such file" in _text(r)
 
 
@@ -151,7 +152,8 @@ async def test_triage_log_prompt():
 # ---------------------------------------------------------------------------- over stdio
 
 async def test_stdio_server(tmp_path, example_log, shared_root):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "grpo_debug.server.cli", "serve"],
+    allow = ["--allow", str(shared_root)] if shared_root else []  # tools read only under allowed folders
+    params = StdioServerParameters(command=sys.executable, args=["-m", "grpo_debug.server.cli", "serve", *allow],
                                    cwd=str(tmp_path))
     inputs = [str(example_log)]
     if shared_root:  # a shared case too, when ../shared/cases is there
