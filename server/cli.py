@@ -314,11 +314,80 @@ def cmd_skill(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from grpo_debug.server.app import build_server  # the MCP SDK is imported only here
+def _read_token(args: argparse.Namespace) -> str | None:
+    """The bearer token from --token-file, else $GRPO_DEBUG_TOKEN; None when neither is given."""
+    from grpo_debug.server.app import MIN_TOKEN_CHARS, TOKEN_ENV
 
-    build_server().run("stdio")
+    if args.token_file:
+        try:
+            with open(args.token_file, encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError as e:
+            raise CliError(f"--token-file {args.token_file}: cannot read: {e.strerror or e}") from None
+        try:
+            if os.stat(args.token_file).st_mode & 0o077:
+                print(f"{PROG}: warning: {args.token_file} is readable by other users; chmod 600 it",
+                      file=sys.stderr)
+        except OSError:
+            pass
+        where = f"--token-file {args.token_file}"
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+        where = f"${TOKEN_ENV}"
+        if not token:
+            return None
+    if not token:
+        raise CliError(f"{where} is empty; put a random token in it (e.g. `openssl rand -hex 32`)")
+    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
+        raise CliError(f"the token in {where} must be at least {MIN_TOKEN_CHARS} characters with no spaces "
+                       "(e.g. `openssl rand -hex 32`)")
+    return token
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from grpo_debug.server.app import TOKEN_ENV, build_server, is_loopback  # the MCP SDK is imported only here
+    from grpo_debug.tools.paths import default_roots
+
+    for d in args.allow or ():
+        if not os.path.isdir(d):
+            raise CliError(f"--allow {d}: not a folder")
+    if args.transport == "stdio":
+        if args.host or args.port or args.stateless or args.token_file or args.allow_host:
+            raise CliError("--host, --port, --stateless, --token-file and --allow-host need --transport http")
+        build_server(allowed_roots=default_roots(args.allow or ())).run("stdio")
+        return 0
+
+    from grpo_debug.server.app import run_http
+
+    host = args.host or "127.0.0.1"
+    port = 8765 if args.port is None else args.port
+    token = _read_token(args)
+    if not is_loopback(host) and token is None:
+        raise CliError(f"refusing to serve on {host}: a non-loopback address needs a bearer token; give "
+                       f"--token-file FILE or set {TOKEN_ENV} (clients then send 'Authorization: Bearer <token>'), "
+                       "or bind 127.0.0.1")
+    server = build_server(allowed_roots=default_roots(args.allow or ()))
+    roots = ", ".join(str(r) for r in server.allowed_roots)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"{PROG}: MCP over streamable HTTP at http://{shown}:{port}/mcp"
+          f"{' (stateless)' if args.stateless else ''}; bearer token {'required' if token else 'off'}; "
+          f"paths readable under: {roots}", file=sys.stderr, flush=True)
+    try:
+        run_http(server, host=host, port=port, stateless=args.stateless, token=token,
+                 allow_hosts=args.allow_host or ())
+    except OSError as e:
+        raise CliError(f"cannot listen on {shown}:{port}: {e.strerror or e}") from None
     return 0
+
+
+def _port(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {s!r}") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, got {v}")
+    return v
 
 
 # ---------------------------------------------------------------------------- parser
@@ -411,10 +480,25 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skills folder (default .claude/skills); SKILL.md goes to DIR/grpo-debug/")
     sk.set_defaults(func=cmd_skill)
 
-    s = sub.add_parser("serve", help="run the MCP server over stdio",
-                       description="Run the MCP server (tools triage and explain_rule, rule:// resources) "
-                                   "over stdio, for Claude Code, Cursor, VS Code and other MCP clients.")
-    s.add_argument("--transport", choices=("stdio",), default="stdio")
+    s = sub.add_parser("serve", help="run the MCP server (stdio, or streamable HTTP)",
+                       description="Run the MCP server (tools triage, check_config, probe_host, the families, suggest, "
+                                   "explain_rule; rule:// resources) over stdio, for Claude Code, Cursor, VS Code and "
+                                   "other MCP clients, or over streamable HTTP at http://HOST:PORT/mcp for several "
+                                   "agents. Tools read files only under the allowed folders (the working directory "
+                                   "and --allow).")
+    s.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    s.add_argument("--host", default=None, help="HTTP: address to bind (default 127.0.0.1); any non-loopback "
+                                                "address needs a bearer token")
+    s.add_argument("--port", type=_port, default=None, help="HTTP: port (default 8765)")
+    s.add_argument("--stateless", action="store_true",
+                   help="HTTP: no sessions, JSON responses (for replicas behind a load balancer)")
+    s.add_argument("--token-file", metavar="FILE",
+                   help="HTTP: file holding the bearer token clients must send (else $GRPO_DEBUG_TOKEN)")
+    s.add_argument("--allow-host", action="append", metavar="NAME",
+                   help="HTTP: a Host name clients use to reach the server (non-loopback binds; repeatable)")
+    s.add_argument("--allow", action="append", metavar="DIR",
+                   help="a folder whose files the tools may read, besides the working directory (repeatable; "
+                        "also $GRPO_DEBUG_ALLOW, os.pathsep-separated)")
     s.set_defaults(func=cmd_serve)
     return p
 
