@@ -408,7 +408,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
             try:
                 return bound_triage(triage(text=text, path=path, max_findings=max_findings))
             except InputError as e:
-                raise ToolError(str(e)) from e
+                raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from e
 
     @server.tool(name="check_config", title="Check a training config or launch script",
                  description="Check a config (verl YAML, DeepSpeed JSON, TRL/HF args) or launch script (slime, Megatron, "
@@ -430,7 +430,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
             try:
                 return bound_triage(check_config(text=text, path=path))
             except (InputError, ConfigParseError) as e:
-                raise ToolError(str(e)) from None
+                raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from None
 
     @server.tool(name="probe_host", title="Probe this host",
                  description="Facts of the machine the server runs on: versions, env vars, limits, GPUs (NVML), with "
