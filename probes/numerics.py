@@ -305,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grpo_debug.probes.numerics")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args(argv)
+    if os.environ.get("GRPO_DEBUG_NUMERICS_TEST_SLEEP"):  # tests only: a child that hangs (isolation test)
+        time.sleep(float(os.environ["GRPO_DEBUG_NUMERICS_TEST_SLEEP"]))
     try:
         out = measure(args.device)
     except Exception as e:  # noqa: BLE001

@@ -357,3 +357,53 @@ async def test_completion_of_rule_ids_and_set_level():
         assert res.completion.values == []
         assert (await c.set_logging_level("debug")) is not None
         assert caps.completions is not None and caps.logging is not None
+
+
+# ---------------------------------------------------------------------------- isolation
+
+async def test_hanging_probe_is_killed_at_its_timeout_while_the_server_answers(monkeypatch):
+    """The numerics child hangs (GRPO_DEBUG_NUMERICS_TEST_SLEEP); probe_host returns at the timeout with the
+    numerics unknown, and a `suggest` call made meanwhile on the same server answers at once."""
+    import importlib.util
+
+    import anyio
+
+    import grpo_debug.probes.collect as collect
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("without torch the numerics probe does not start a child")
+    timeout = 4.0
+    monkeypatch.setenv("GRPO_DEBUG_NUMERICS_TEST_SLEEP", "300")
+    orig = collect.run_numerics
+    monkeypatch.setattr(collect, "run_numerics", lambda *a, **k: orig(*a, **{**k, "timeout": timeout}))
+    done: dict[str, float] = {}
+    out: dict[str, object] = {}
+    async with Client(build_server()) as c:
+        t0 = time.perf_counter()
+
+        async def probe():
+            out["probe"] = await c.call_tool("probe_host", {"numerics": True})
+            done["probe"] = time.perf_counter() - t0
+
+        async def others():
+            await anyio.sleep(0.5)
+            for i in range(3):
+                t = time.perf_counter()
+                r = await c.call_tool("suggest", {"text": "GRPO loss is nan after 200 steps"})
+                assert not r.is_error and r.structured_content["tools"]
+                done[f"suggest{i}"] = time.perf_counter() - t0
+                out[f"suggest{i}_s"] = time.perf_counter() - t
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(probe)
+                tg.start_soon(others)
+    r = out["probe"]
+    assert not r.is_error, _text(r)
+    cpu = r.structured_content["host"]["numerics"]["results"]["cpu"]
+    assert cpu.get("unknown") and f"timed out after {timeout:g} s" in cpu["reason"], cpu
+    assert timeout <= done["probe"] < timeout + 20, done
+    assert all(done[f"suggest{i}"] < done["probe"] for i in range(3)), done  # answered while the probe hung
+    assert max(out[f"suggest{i}_s"] for i in range(3)) < 2.0, out
+    print(f"\nisolation: probe_host returned after {done['probe']:.1f} s (timeout {timeout:g} s); suggest answered in "
+          + ", ".join(f"{out[f'suggest{i}_s'] * 1000:.0f} ms" for i in range(3)))
