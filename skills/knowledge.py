@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+
+
+def _load_yaml(text: str):
+    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
 from pydantic import BaseModel, ConfigDict, Field
 
 from grpo_debug.skills.schema import Source
@@ -65,7 +71,7 @@ def _root() -> Path:
 
 @lru_cache(maxsize=1)
 def gpu_specs() -> dict[str, GpuSpec]:
-    data = yaml.safe_load((_root() / "gpus.yaml").read_text(encoding="utf-8"))
+    data = _load_yaml((_root() / "gpus.yaml").read_text(encoding="utf-8"))
     specs = [GpuSpec.model_validate(x) for x in data]
     return {s.id: s for s in specs}
 
@@ -85,7 +91,7 @@ def derivations() -> dict[str, Derivation]:
     out = {}
     folder = _root() / "derivations"
     for f in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-        d = Derivation.model_validate(yaml.safe_load(f.read_text(encoding="utf-8")))
+        d = Derivation.model_validate(_load_yaml(f.read_text(encoding="utf-8")))
         out[d.id] = d
     return out
 
@@ -102,5 +108,5 @@ class Trigger(_Strict):
 
 @lru_cache(maxsize=1)
 def triggers() -> list[Trigger]:
-    data = yaml.safe_load((_root() / "triggers.yaml").read_text(encoding="utf-8"))
+    data = _load_yaml((_root() / "triggers.yaml").read_text(encoding="utf-8"))
     return [Trigger.model_validate(x) for x in data]

@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Iterable
 
 import yaml
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+
+
+def _load_yaml(text: str):
+    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
 from pydantic import ValidationError
 
 from grpo_debug.skills.schema import Rule
@@ -55,7 +61,7 @@ def _rule_files(root: Path) -> list[Path]:
 def load_rule_file(path: Path) -> list[Rule]:
     """Parse one YAML file holding a rule mapping (or a list of them). Raises RuleBaseError."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = _load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise RuleBaseError(f"{path}: cannot read rule file: {e}") from e
     items = data if isinstance(data, list) else [data]

@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # node marks (line numbers) work with both
+
 from grpo_debug.tools.normalize import Line
 
 
@@ -148,7 +150,7 @@ def parse_document_strict(text: str, fmt: str, label: str = "<text>") -> list[tu
         if not isinstance(data, dict):
             raise ConfigParseError(f"{label}: a JSON config must be an object at the top level")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -178,7 +180,7 @@ def _flatten_node(node: yaml.Node, prefix: str, out: list[tuple[str, Any, int]])
 def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
     """Flatten a YAML/JSON mapping document into (key, value, 1-based line). None if not a mapping."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError:
         try:
             data = json.loads(text)

@@ -109,10 +109,11 @@ def applicable(key: str, fs: FactSet) -> bool:
     return True
 
 
-def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line]) -> list[Edit]:
+def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line] | dict[int, Line]) -> list[Edit]:
     """Exact edits for ``patch`` against the input: replace the line that sets a key, or add one."""
     out: list[Edit] = []
-    underscore = _flag_style_underscore(lines)
+    by_no = lines if isinstance(lines, dict) else {ln.no: ln for ln in lines}
+    underscore = _flag_style_underscore(list(by_no.values()))
     for key, new in (patch or {}).items():
         if not applicable(key, fs):
             continue
@@ -121,8 +122,8 @@ def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line]
             parent = fs.get(key.rsplit(".", 1)[0])  # TRL/HF `fp16: true` for DeepSpeed's fp16.enabled
             if parent is not None and isinstance(parent.value, bool):
                 f = parent
-        if f is not None and 0 < f.line <= len(lines):
-            raw = lines[f.line - 1].raw.rstrip("\r\n")
+        if f is not None and f.line in by_no:
+            raw = by_no[f.line].raw.rstrip("\r\n")
             if f.value == new:
                 continue  # already set as the fix asks
             changed = _edit_existing(f, new, raw)

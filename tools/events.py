@@ -56,6 +56,28 @@ EVENT_PATTERNS: dict[str, str] = {
     "hang_note": r"(?i:^#.*(?:no (?:further )?(?:output|progress|log)|hangs?\b|hung\b|stuck|frozen|freezes))",
 }
 _COMPILED = {k: re.compile(v) for k, v in EVENT_PATTERNS.items()}
+_EVENT_PREFILTER = [(v, False) for v in EVENT_PATTERNS.values()]
+
+
+def _kinds_per_line(lines: list[Line]) -> dict[int, list[str]]:
+    """Line index -> event kinds whose pattern matches it. One multi-pattern pass over the joined texts
+    (hyperscan / RE2 / re, tools/stream.py) finds the candidates; the exact pattern confirms each line."""
+    from grpo_debug.tools.stream import lines_matching
+
+    kinds = list(EVENT_PATTERNS)
+    texts = [ln.text for ln in lines]
+    hits = lines_matching(_EVENT_PREFILTER, texts)
+    out: dict[int, list[str]] = {}
+    for k, kind in enumerate(kinds):
+        rx = _COMPILED[kind]
+        cand = hits.get(k)
+        idxs = sorted(cand) if cand is not None else range(len(lines))  # not prefilterable: scan all
+        for i in idxs:
+            if rx.search(texts[i]):
+                out.setdefault(i, []).append(kind)
+    return out
+
+
 _OOM_NUMS = re.compile(
     r"Tried to allocate ([\d.]+) ?([KMG]i?B).*?total capacit?y of ([\d.]+) ?([KMG]i?B) of which ([\d.]+) ?([KMG]i?B|bytes) is free",
 )
@@ -166,12 +188,14 @@ def extract_events(lines: list[Line]) -> list[Event]:
     events = _tracebacks(lines)
     tb_exc_lines = {e.fields.get("exc_line") for e in events}
     pyspy: list[Line] = []
+    kinds_at = _kinds_per_line(lines)
+    order = list(EVENT_PATTERNS)
     for idx, ln in enumerate(lines):
         t = ln.text
         if not t:
             continue
-        for kind, rx in _COMPILED.items():
-            if rx.search(t):
+        for kind in sorted(kinds_at.get(idx, ()), key=order.index):
+            if True:
                 fields = {}
                 if kind == "cuda_oom":
                     m = _OOM_NUMS.search(t)

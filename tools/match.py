@@ -35,6 +35,19 @@ class Context:
     query: str = ""
     probe: dict[str, Any] = field(default_factory=dict)  # host_facts() keys without the 'probe.' prefix
     _by_kind: dict[str, list[Event]] = field(default_factory=dict)
+    _regex_hits: dict[tuple[str, bool], set[int]] | None = None
+    patterns: list[tuple[str, bool]] = field(default_factory=list)  # every rule regex, for one prefilter pass
+
+    def regex_candidates(self, pattern: str, ignore_case: bool) -> set[int] | None:
+        """Indices of lines that may match ``pattern``: all rule regexes run in one multi-pattern pass over
+        the log (tools/stream.lines_matching) the first time any is asked for; None = scan every line."""
+        if self._regex_hits is None:
+            from grpo_debug.tools.stream import lines_matching
+
+            pats = self.patterns or [(pattern, ignore_case)]
+            res = lines_matching(pats, [ln.text for ln in self.lines])
+            self._regex_hits = {pats[i]: v for i, v in res.items()}
+        return self._regex_hits.get((pattern, ignore_case))
 
     def events_of(self, kind: str) -> list[Event]:
         if not self._by_kind:
@@ -104,9 +117,12 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
     """Evaluate one signal; None when it does not hold."""
     if isinstance(sig, RegexSignal):
         rx = _rx(sig.pattern, sig.ignore_case)
+        cand = ctx.regex_candidates(sig.pattern, sig.ignore_case)
         hits, focus = [], []
-        for ln in ctx.lines:
-            if ln.text and (m := rx.search(ln.text)):
+        for i in (sorted(cand) if cand is not None else range(len(ctx.lines))):
+            ln = ctx.lines[i]
+            m = rx.search(ln.text)
+            if m:
                 hits.append(ln.no)
                 if m.group(0) and len(focus) < 3:
                     focus.append(m.group(0))

@@ -17,7 +17,7 @@ from grpo_debug.tools.events import extract_events
 from grpo_debug.tools.match import Context, RuleHit, evaluate
 from grpo_debug.tools.metrics import MetricTable, extract_metrics, is_finite
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
-from grpo_debug.tools.normalize import MAX_LINE_CHARS, Line, normalize
+from grpo_debug.tools.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
 
 MAX_INPUT_BYTES = 256 * 2**20
 MAX_EVIDENCE = 8
@@ -106,11 +106,17 @@ def excerpt(text: str, focus: list[str] = (), width: int = EXCERPT) -> str:
     return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
 
 
+def line_map(lines: list[Line]) -> dict[int, Line]:
+    """Line number -> Line; works for a dense log and for the sparse log of a streamed file."""
+    return {ln.no: ln for ln in lines}
+
+
 def _evidence(lines: list[Line], nos: list[int], focus: list[str] = ()) -> list[Evidence]:
+    by_no = lines if isinstance(lines, dict) else line_map(lines)
     out = []
     for n in nos:
-        if 0 < n <= len(lines):
-            ln = lines[n - 1]
+        ln = by_no.get(n)
+        if ln is not None:
             t = ln.text.strip() or ln.raw.strip()
             out.append(Evidence(line=n, text=excerpt(t, focus), source=ln.source))
     return out
@@ -199,6 +205,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
     """One finding per symptom code, most likely first, each with its key evidence line (the first
     line of an event/detector/check signal of its top cause, for the summary)."""
     keyed: list[tuple[Finding, int | None]] = []
+    lines = line_map(lines)
     by_symptom: dict[str, list[RuleHit]] = {}
     for h in hits:
         by_symptom.setdefault(h.rule.symptom, []).append(h)
@@ -274,37 +281,94 @@ def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> 
 def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipped: list[str] | None = None,
                 rules: RuleBase | None = None, max_findings: int = 10) -> TriageResult:
     """Triage decoded text. Pure: no I/O. See :func:`triage` for the arguments."""
-    rb = rules or default_rules()
     ctx, lines = build_context(s, hint)
+    skipped = list(skipped or [])
+    if not s.strip():
+        skipped.append("the input is empty")
+    return _result(ctx, lines, label=label, skipped=skipped, rules=rules, max_findings=max_findings,
+                   lines_read=len(lines), bytes_read=len(s.encode("utf-8", "replace")))
+
+
+def rule_patterns(rb: RuleBase) -> list[tuple[str, bool]]:
+    """Every regex signal of the rule base as (pattern, ignore_case), in a stable order."""
+    from grpo_debug.skills.schema import RegexSignal
+
+    return list(dict.fromkeys((s.pattern, s.ignore_case) for r in rb for s in r.match.signals() if isinstance(s, RegexSignal)))
+
+
+def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], rules: RuleBase | None,
+            max_findings: int, lines_read: int, bytes_read: int, streamed: bool = False) -> TriageResult:
+    rb = rules or default_rules()
+    ctx.patterns = rule_patterns(rb)
     hits = [h for r in rb if (h := evaluate(r, ctx)) is not None]
     keyed = _group(hits, ctx, lines)
     findings = [f for f, _ in keyed]
     used = (set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
             | ctx.facts.command_lines)
     not_understood = [ln for ln in lines if ln.text.strip() and ln.no not in used and not ln.text.lstrip().startswith("#")]
-    skipped = list(skipped or [])
     cut = [ln.no for ln in lines if ln.cut]
     if cut:
         skipped.append(f"{len(cut)} line(s) longer than {MAX_LINE_CHARS} characters were cut (first: line {cut[0]})")
-    if not s.strip():
-        skipped.append("the input is empty")
     known = _known_keys(rb)
     config_keys = sorted({f.key for f in ctx.facts.facts if not _is_known(f.key, known)})
+    n_not = len(not_understood) + (lines_read - len(lines) if streamed else 0)
     cov = Coverage(
-        input=label, bytes_read=len(s.encode("utf-8", "replace")), lines_read=len(lines),
+        input=label, bytes_read=bytes_read, lines_read=lines_read,
         formats=sorted(ctx.metrics.formats | ctx.facts.formats | ({"python-traceback"} if ctx.events_of("traceback") else set())),
         metric_lines=len(ctx.metrics.lines), event_lines=len({n for e in ctx.events for n in e.lines}),
-        config_facts=len(ctx.facts), lines_not_understood=len(not_understood),
+        config_facts=len(ctx.facts), lines_not_understood=n_not,
         not_understood_sample=_evidence(lines, [ln.no for ln in not_understood[:5]]), skipped=skipped,
         unknown_config_keys=config_keys[:50])
     truncated = len(findings) > max_findings
     findings = findings[:max_findings]
-    return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None), findings=findings, metrics=_series_summary(ctx.metrics),
-                        coverage=cov, truncated=truncated)
+    return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None), findings=findings,
+                        metrics=_series_summary(ctx.metrics), coverage=cov, truncated=truncated)
+
+
+STREAM_THRESHOLD = 16 * 2**20  # bytes: larger files (and every .gz/.zst) are streamed through the prefilter
+
+
+def _is_compressed(p: Path) -> bool:
+    try:
+        with p.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError:
+        return False
+    return magic[:2] == b"\x1f\x8b" or magic == b"\x28\xb5\x2f\xfd"
+
+
+def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max_findings: int = 10,
+                  progress=None) -> TriageResult:
+    """Triage a large or compressed log without holding it in memory (tools/stream.py prefilter).
+
+    ``progress(bytes_done, bytes_total)`` is called after each chunk. Raises InputError for an unreadable
+    or undecodable (e.g. zstd without the zstandard package) file."""
+    from grpo_debug.skills.schema import RegexSignal
+    from grpo_debug.tools.stream import scan_file
+
+    rb = rules or default_rules()
+    pats = [sig.pattern for r in rb for sig in r.match.signals() if isinstance(sig, RegexSignal)]
+    try:
+        sparse = scan_file(path, pats, progress=progress)
+    except (OSError, ValueError, EOFError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from e
+    lines = [normalize_line(raw, no) for no, raw in sparse.lines]
+    ctx = Context(lines=lines, events=extract_events(lines), metrics=extract_metrics(lines), facts=extract_facts(lines))
+    skipped = [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
+               "(metric, event and command lines, tracebacks, the first 3000 and last 1000 lines)"]
+    if sparse.engine == "re":
+        skipped.append("neither hyperscan nor google-re2 is installed: pip install 'grpo-debug[fast]' for grep-like speed")
+    if sparse.unprefiltered:
+        skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered; lines matching only "
+                       "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
+    if sparse.truncated:
+        skipped.append("more than 400000 candidate lines: the rest were counted but not kept")
+    return _result(ctx, lines, label=str(path), skipped=skipped, rules=rb, max_findings=max_findings,
+                   lines_read=sparse.total_lines, bytes_read=sparse.bytes_read, streamed=True)
 
 
 def triage(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
-           max_findings: int = 10) -> TriageResult:
+           max_findings: int = 10, progress=None) -> TriageResult:
     """Triage a training log, config or launch script given as text or as a path.
 
     Args:
@@ -312,6 +376,7 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
         path: a file to read (extension .yaml/.yml/.json/.sh selects config parsing; else sniffed).
         rules: rule base to use (default: packaged rules plus GRPO_DEBUG_RULES packs).
         max_findings: findings kept, most likely first (``truncated`` says when more were found).
+        progress: optional ``progress(bytes_done, bytes_total)`` callback for streamed (large) files.
 
     Returns:
         TriageResult (DESIGN.md contract). Never empty-and-silent: with no finding the summary says
@@ -320,5 +385,9 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
     Raises:
         InputError: neither or both arguments, or a path that is missing, a directory or unreadable.
     """
+    if path is not None and text is None:
+        p = Path(path).expanduser()
+        if p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or _is_compressed(p)):
+            return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress)
     s, label, skipped, hint = read_input(text, path)
     return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings)
