@@ -29,7 +29,7 @@ def engine_patterns() -> list[str]:
     from grpo_debug.tools.stream import _relax, build_patterns
 
     rule_pats = [s.pattern for r in default_rules() for s in r.match.signals() if s.kind == "regex"]
-    return [_relax(p) for p, _ in build_patterns(rule_pats)]
+    return [q for p, _ in build_patterns(rule_pats) if (q := _relax(p)) is not None]
 
 
 def _ere(p: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from grpo_debug.tools.config_facts import extract_facts
 from grpo_debug.tools.detectors import (flat, growth, length_cap, nonfinite, spike, step1_mismatch, threshold, vanished,
@@ -217,3 +218,41 @@ def test_step1_mismatch_zero_reward_length_cap_threshold_flat():
     assert threshold(t, keys="rollout_probs_diff_mean", op="gt", value=0.01).lines == [2]
     t = _metrics("\n".join(f"step:{i} - actor/pg_loss:0.5" for i in range(1, 8)))
     assert flat(t, window=6)
+
+
+# --- the multi-pattern prefilter ----------------------------------------------------------------
+
+def test_prefilter_never_hides_a_match():
+    """Every pattern either gets candidate lines that include all true matches, or is reported as not
+    prefilterable (the caller then scans every line): relaxing may over-approximate, never under."""
+    import re
+
+    from grpo_debug.skills.loader import default_rules
+    from grpo_debug.tools.stream import lines_matching
+    from grpo_debug.tools.triage import rule_patterns
+
+    pats = rule_patterns(default_rules())
+    texts = [ex.input for r in default_rules() for ex in r.examples for ex in [ex]]
+    lines = [ln for t in texts for ln in t.splitlines()]
+    hits = lines_matching(pats, lines)
+    for k, (p, ci) in enumerate(pats):
+        truth = {i for i, ln in enumerate(lines) if re.search(p, ln, re.I if ci else 0)}
+        if k in hits:
+            assert truth <= hits[k], p
+
+
+def test_streamed_triage_matches_full_triage(tmp_path):
+    """The streaming path (large or compressed files) finds what the in-memory path finds."""
+    import gzip
+
+    from grpo_debug.tools.triage import triage, triage_stream
+
+    text = (Path(__file__).resolve().parents[1] / "tools" / "examples" / "verl_grpo_nan.log").read_text()
+    p = tmp_path / "run.log.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write(text)
+    full = triage(text=text)
+    streamed = triage(path=p)
+    assert [f.symptom for f in streamed.findings] == [f.symptom for f in full.findings]
+    assert [[e.line for e in f.evidence] for f in streamed.findings] == [[e.line for e in f.evidence] for f in full.findings]
+    assert "streamed" in streamed.coverage.skipped[0]

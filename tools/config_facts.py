@@ -282,8 +282,10 @@ def _add_flags(tokens: list[str], no: int, text: str, fs: FactSet, prefix: str =
             fs.add(name, val, no, "flag", text)
 
 
-def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None) -> FactSet:
-    """All config facts of an input. ``whole_text`` is parsed as a YAML/JSON document when it is one."""
+def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None,
+                  skip: set[int] | frozenset[int] = frozenset()) -> FactSet:
+    """All config facts of an input. ``whole_text`` is parsed as a YAML/JSON document when it is one;
+    line numbers in ``skip`` (metric lines, already understood) are not read for settings."""
     fs = FactSet()
     doc_lines: set[int] = set()
     if whole_text is not None and fmt_hint in ("yaml", "json", None):
@@ -321,7 +323,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
             elif len(json_buf) > 400:
                 json_buf = []
             continue
-        if ln.no in doc_lines:
+        if ln.no in doc_lines or ln.no in skip:
             continue
         comment = s.startswith("#")
         if comment:

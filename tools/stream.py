@@ -17,6 +17,7 @@ import gzip
 import io
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -65,13 +66,16 @@ def _top_level_branches(p: str) -> list[str]:
     return out + [cur]
 
 
-def _relax(p: str) -> str:
+_NEEDS_RELAX = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?i:|\\u[0-9a-fA-F]{4}")
+
+
+def _relax(p: str) -> str | None:
     """Drop constructs hyperscan/RE2 reject so the prefilter over-approximates the Python pattern (the exact
     pattern is re-checked on each kept line): look-around assertions are removed, inline flag groups become
     plain groups, and top-level alternatives that use back-references are dropped (no safe relaxation)."""
     branches = [b for b in _top_level_branches(p) if not re.search(r"\\[1-9]", b)]
     if not branches:
-        return "(?!x)x"  # nothing left to prefilter with
+        return None  # nothing safe to prefilter with: the caller scans every line for this pattern
     p = "|".join(branches)
     p = re.sub(r"\(\?<?[=!][^()]*\)", "", p)          # look-ahead / look-behind without nested groups
     return p.replace("(?i:", "(?:")
@@ -121,7 +125,13 @@ class _Engine:
                        elements=len(items), flags=[f for _, _, f in items])
             return db
 
-        items = [(i, p, hyperscan.HS_FLAG_CASELESS if ci else 0) for i, (p, ci) in enumerate(self.patterns)]
+        items = []
+        for i, (p, ci) in enumerate(self.patterns):
+            q = _relax(p) if _NEEDS_RELAX.search(p) else p
+            if q is None:
+                self.unprefiltered.append(p)
+            else:
+                items.append((i, q, hyperscan.HS_FLAG_CASELESS if ci else 0))
         try:
             self._hs = compile_db(items)  # the common case: every pattern compiles as it is
             return
@@ -129,7 +139,7 @@ class _Engine:
             pass
         ok = []
         for i, p, f in items:
-            for cand in (p, _relax(p)):
+            for cand in (c for c in (p, _relax(p)) if c is not None):
                 try:
                     compile_db([(i, cand, f)])
                     ok.append((i, cand, f))
@@ -137,7 +147,7 @@ class _Engine:
                 except Exception:  # noqa: BLE001
                     continue
             else:
-                self.unprefiltered.append(p)
+                self.unprefiltered.append(self.patterns[i][0])  # the original text: callers look it up
         self._hs = compile_db(ok)
 
     def _init_re2(self) -> None:
@@ -145,7 +155,7 @@ class _Engine:
 
         comp = []
         for i, (p, ci) in enumerate(self.patterns):
-            for cand in (p, _relax(p)):
+            for cand in (c for c in (p, _relax(p)) if c is not None):
                 try:
                     comp.append((i, re2.compile(("(?i)" if ci else "") + cand)))
                     break
@@ -172,6 +182,7 @@ class _Engine:
 
 
 _MATCHERS: dict[tuple[tuple[str, bool], ...], "_Engine"] = {}
+_MATCHERS_LOCK = threading.Lock()  # a hyperscan database has one scratch space: one scan at a time
 
 
 def lines_matching(patterns: list[tuple[str, bool]], texts: list[str]) -> dict[int, set[int]]:
@@ -181,17 +192,19 @@ def lines_matching(patterns: list[tuple[str, bool]], texts: list[str]) -> dict[i
     import bisect
 
     key = tuple(patterns)
-    eng = _MATCHERS.get(key)
-    if eng is None:
-        eng = _MATCHERS[key] = _Engine(list(patterns))
     enc = [t.encode("utf-8", "replace") for t in texts]
     offsets, pos = [], 0
     for b in enc:
         offsets.append(pos)
         pos += len(b) + 1
     data = b"\n".join(enc)
+    with _MATCHERS_LOCK:
+        eng = _MATCHERS.get(key)
+        if eng is None:
+            eng = _MATCHERS[key] = _Engine(list(patterns))
+        found = list(eng.scan(data))
     out: dict[int, set[int]] = {i: set() for i, (p, _) in enumerate(patterns) if p not in eng.unprefiltered}
-    for pid, end in eng.scan(data):
+    for pid, end in found:
         out.setdefault(pid, set()).add(bisect.bisect_right(offsets, max(0, end - 1)) - 1)
     return out
 
@@ -220,7 +233,7 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
     patterns = build_patterns(rule_patterns)
     eng = _Engine(patterns)
     out = SparseLog(engine=eng.kind, unprefiltered=list(eng.unprefiltered))
-    tail: list[tuple[int, bytes]] = []
+    last_chunks: list[tuple[int, bytes]] = []
     line_no = 0          # lines completed before the current chunk
     carry = b""
     pending_context = 0  # lines still to keep after a Traceback
@@ -287,16 +300,18 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
             else:
                 out.truncated = True
         nl = chunk.count(b"\n")
-        # the tail: last lines of this chunk (replaced by later chunks)
-        lines_here = chunk.split(b"\n")[-(TAIL_LINES + 1):-1] if nl else []
-        base = line_no + nl - len(lines_here)
-        tail = (tail + [(base + i + 1, ln) for i, ln in enumerate(lines_here)])[-TAIL_LINES:]
+        last_chunks = (last_chunks + [(line_no, chunk)])[-2:]  # the tail is cut from these at the end
         line_no += nl
         out.bytes_read += len(chunk)
         if progress:
             progress(raw_read, size)
         if not block:
             break
+    tail: list[tuple[int, bytes]] = []
+    for base, ch in last_chunks:
+        parts = ch.split(b"\n")[:-1]
+        tail += [(base + i + 1, ln) for i, ln in enumerate(parts)][-TAIL_LINES:]
+    tail = tail[-TAIL_LINES:]
     kept = {n for n, _ in out.lines}
     out.lines += [(n, ln.decode("utf-8", "replace")) for n, ln in tail if n not in kept]
     out.lines.sort(key=lambda x: x[0])

@@ -88,9 +88,10 @@ def _looks_like_document(s: str, hint: str | None) -> bool:
 
 def build_context(s: str, hint: str | None = None, query: str = "") -> tuple[Context, list[Line]]:
     lines = normalize(s)
+    metrics = extract_metrics(lines)
     facts = extract_facts(lines, s if _looks_like_document(s, hint) else None,
-                          hint if hint in ("yaml", "json") else None)
-    ctx = Context(lines=lines, events=extract_events(lines), metrics=extract_metrics(lines), facts=facts, query=query)
+                          hint if hint in ("yaml", "json") else None, skip=metrics.lines)
+    ctx = Context(lines=lines, events=extract_events(lines), metrics=metrics, facts=facts, query=query)
     return ctx, lines
 
 
@@ -353,7 +354,8 @@ def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max
     except (OSError, ValueError, EOFError) as e:
         raise InputError(f"{path}: cannot read: {e}") from e
     lines = [normalize_line(raw, no) for no, raw in sparse.lines]
-    ctx = Context(lines=lines, events=extract_events(lines), metrics=extract_metrics(lines), facts=extract_facts(lines))
+    metrics = extract_metrics(lines)
+    ctx = Context(lines=lines, events=extract_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
     skipped = [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
                "(metric, event and command lines, tracebacks, the first 3000 and last 1000 lines)"]
     if sparse.engine == "re":
