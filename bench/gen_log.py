@@ -58,7 +58,7 @@ def generate(path: str, size_mb: float, seed: int = 0) -> dict:
             if step < spike_step:
                 gn = f"{0.4 + rng.random() * 0.05:.3f}"
             elif step < nan_step:
-                gn = f"{0.4 * (1.9 ** (step - spike_step + 1)):.3f}"
+                gn = f"{0.4 * (1.9 ** min(step - spike_step + 1, 60)):.3f}"
             else:
                 gn = "nan"
             w(metric_line(step, gn))

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Iterator, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import (Completion, EmptyResult, ResourceTemplateReference, SetLevelRequestParams,
                        ToolAnnotations)
@@ -388,13 +388,28 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
         ),
         annotations=READ_ONLY,
     )
-    def triage_tool(
+    async def triage_tool(
+        ctx: Context,
         text: Annotated[OptStr, Field(
             description="The log, config or launch script as text. Omit when giving `path`.")] = "",
         path: Annotated[OptStr, Field(
             description="Path of a log/config/script file readable by the server. Omit when giving `text`.")] = "",
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
     ) -> TriageResult:
+        """Runs the (synchronous) engine in a worker thread; large files report progress notifications
+        (bytes read / bytes total) to clients that sent a progress token."""
+        import anyio
+
+        def progress(done: int, total: int | None) -> None:
+            try:
+                anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None,
+                                      "reading the log")
+            except Exception:  # noqa: BLE001 - progress is best-effort; never fail a triage for it
+                pass
+
+        return await anyio.to_thread.run_sync(lambda: _triage_sync(text, path, max_findings, progress))
+
+    def _triage_sync(text, path, max_findings, progress) -> TriageResult:
         text, path = _opt(text), _opt(path)
         if text is None and path is None:
             raise ToolError("give the input: `text` (the log pasted as a string) or `path` (a file on the "
@@ -406,7 +421,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
             if path is not None:
                 path = confined(path, "path")
             try:
-                return bound_triage(triage(text=text, path=path, max_findings=max_findings))
+                return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress))
             except InputError as e:
                 raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from e
 

@@ -98,8 +98,23 @@ def cmd_triage(args: argparse.Namespace) -> int:
     else:
         path = args.path
         label = path
+    progress, bar = None, None
+    if path is not None and sys.stderr.isatty():
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = 0
+        if size > 8 * 2**20:  # a progress bar for files above a few MB (streamed through the prefilter)
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+            bar = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True)
+            task = bar.add_task("read", total=size)
+            bar.start()
+
+            def progress(done: int, total: int | None) -> None:
+                bar.update(task, completed=done)
     try:
-        result = triage(text=text, path=path, max_findings=args.max_findings)
+        result = triage(text=text, path=path, max_findings=args.max_findings, progress=progress)
     except InputError as e:
         hint = f"; or pipe the text in with '{PROG} triage -'" if "no such file" in str(e) else ""
         raise CliError(f"{e}{hint}") from e
@@ -114,6 +129,9 @@ def cmd_triage(args: argparse.Namespace) -> int:
     except OSError as e:
         raise CliError(f"cannot read {label}: {e.strerror or e}; check the path, or pipe the text in with "
                        f"'{PROG} triage -'") from None
+    finally:
+        if bar is not None:
+            bar.stop()
 
     if args.format == "json":
         _out(result.model_dump_json(indent=2))

@@ -176,3 +176,26 @@ def test_building_the_server_does_not_import_torch(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+@pytest.mark.anyio
+async def test_triage_of_a_large_file_reports_progress(tmp_path):
+    """Files above the streaming threshold are read in chunks; the MCP triage tool sends progress."""
+    from grpo_debug.tools.triage import STREAM_THRESHOLD
+
+    log = tmp_path / "big.log"
+    line = "(WorkerDict pid=1) INFO chatter chatter chatter chatter chatter chatter chatter chatter\n"
+    with log.open("w") as fh:
+        fh.write("step:1 - actor/grad_norm:0.4\n")
+        fh.write(line * (STREAM_THRESHOLD // len(line) + 200_000))
+        fh.write("step:2 - actor/grad_norm:nan\n")
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    async with Client(build_server(allowed_roots=[tmp_path])) as c:
+        r = await c.call_tool("triage", {"path": str(log)}, progress_callback=on_progress)
+    assert not r.is_error, r.content
+    assert r.structured_content["findings"][0]["symptom"] == "nan_inf"
+    assert seen and seen[-1][0] == seen[-1][1] == log.stat().st_size
