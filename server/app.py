@@ -21,16 +21,50 @@ from mcp.types import (Completion, EmptyResult, ResourceTemplateReference, SetLe
                        ToolAnnotations)
 from pydantic import BaseModel, BeforeValidator, Field
 
-from grpo_debug.skills.loader import default_rules
 from grpo_debug.skills.symptoms import SYMPTOMS
-from grpo_debug.tools.models import Finding, TriageResult
+from grpo_debug.tools.errors import FamilyError, InputError
+from grpo_debug.tools.models import FamilyReport, Finding, ProbeResult, Suggestion, TriageResult
 from grpo_debug.tools.paths import PathNotAllowed, default_roots, resolve_path
-from grpo_debug.tools.render import render_rule_markdown
 from grpo_debug.tools.rules_view import RulePage, UnknownRuleError, find_rule, rule_page
-from grpo_debug.tools.families import FamilyError, FamilyReport, run_family
-from grpo_debug.tools.probe_view import ProbeResult, run_probe
-from grpo_debug.tools.suggest import Suggestion, suggest
-from grpo_debug.tools.triage import InputError, triage
+
+# The engine (rule loading, triage, families, probes, rich rendering) is imported on first use, inside
+# the tool wrappers below: the MCP handshake and tools/list then cost little more than the SDK's own start.
+
+
+def default_rules():
+    from grpo_debug.skills.loader import default_rules as _d
+
+    return _d()
+
+
+def render_rule_markdown(rule):
+    from grpo_debug.tools.render import render_rule_markdown as _r
+
+    return _r(rule)
+
+
+def triage(**kw):
+    from grpo_debug.tools.triage import triage as _t
+
+    return _t(**kw)
+
+
+def run_family(*a, **kw):
+    from grpo_debug.tools.families import run_family as _f
+
+    return _f(*a, **kw)
+
+
+def run_probe(**kw):
+    from grpo_debug.tools.probe_view import run_probe as _p
+
+    return _p(**kw)
+
+
+def suggest(text):
+    from grpo_debug.tools.suggest import suggest as _s
+
+    return _s(text)
 
 INSTRUCTIONS = (
     "grpo-debug diagnoses RL post-training runs of LLMs (GRPO/PPO on verl, slime, OpenRLHF, TRL, "

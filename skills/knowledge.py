@@ -13,13 +13,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 
 
 def _load_yaml(text: str):
-    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    import yaml  # imported on first use: keeps the MCP server's start-up lean
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 from pydantic import BaseModel, ConfigDict, Field
 
 from grpo_debug.skills.schema import Source

@@ -18,7 +18,7 @@ from grpo_debug.skills.knowledge import Derivation, GpuSpec, derivations, find_g
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.skills.schema import QuerySignal, Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
-from grpo_debug.tools.models import Finding
+from grpo_debug.tools.models import FamilyReport, Finding, Item
 from grpo_debug.tools.triage import read_input, triage_text
 
 Family = Literal["playbook", "nan_guide", "muon_clipping", "stream_safety", "knowledge_map"]
@@ -36,31 +36,7 @@ PATTERN_CLASSES = ("cuda_stream_safety", "muon_clipping", "discrete_decision_mis
                    "execution_overlap_oom", "singleton_degeneration", "moe_fp16_nan")
 
 
-class FamilyError(ValueError):
-    """Unknown operation, missing input for an operation that needs one, or an unknown GPU; names the fix."""
-
-
-class Item(BaseModel):
-    kind: str = Field(description="pattern, symptom, rule, fix, recommendation, chain, derivation, gpu, comparison, stream_finding")
-    id: str
-    title: str
-    body: str = ""
-    fields: dict[str, Any] = Field(default_factory=dict)
-    verification: str | None = Field(None, description="verified | partial | unverified | not_found (best source).")
-
-
-class FamilyReport(BaseModel):
-    """One answer of a family operation. ``items`` are views of rules/derivations/GPU specs;
-    ``findings`` are the triage engine's findings on the given input (same contract as triage)."""
-
-    family: str
-    operation: str
-    summary: str
-    gpu: GpuSpec | None = None
-    items: list[Item] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
-    rules: list[str] = Field(default_factory=list, description="Rule ids used; read one with explain_rule.")
-    notes: list[str] = Field(default_factory=list)
+from grpo_debug.tools.errors import FamilyError  # noqa: E402  (re-exported)
 
 
 # ---- selectors: which rules a family looks at (views, not knowledge) ---------------------------------

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from grpo_debug.skills.knowledge import GpuSpec  # noqa: F401  (FamilyReport.gpu)
+
 
 class Evidence(BaseModel):
     line: int = Field(description="1-based line number in the input as given.")
@@ -89,3 +91,63 @@ class TriageResult(BaseModel):
     metrics: dict[str, SeriesSummary] = Field(default_factory=dict, description="Per metric series.")
     coverage: Coverage
     truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
+
+
+# ---- the five seed tool families (tools/families.py) ----
+
+class Item(BaseModel):
+    kind: str = Field(description="pattern, symptom, rule, fix, recommendation, chain, derivation, gpu, comparison, stream_finding")
+    id: str
+    title: str
+    body: str = ""
+    fields: dict[str, Any] = Field(default_factory=dict)
+    verification: str | None = Field(None, description="verified | partial | unverified | not_found (best source).")
+
+
+class FamilyReport(BaseModel):
+    """One answer of a family operation. ``items`` are views of rules/derivations/GPU specs;
+    ``findings`` are the triage engine's findings on the given input (same contract as triage)."""
+
+    family: str
+    operation: str
+    summary: str
+    gpu: GpuSpec | None = None
+    items: list[Item] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    rules: list[str] = Field(default_factory=list, description="Rule ids used; read one with explain_rule.")
+    notes: list[str] = Field(default_factory=list)
+
+
+# ---- suggest (tools/suggest.py) ----
+
+class ToolSuggestion(BaseModel):
+    tool: str
+    operation: str = ""
+    why: str
+
+
+class RuleSuggestion(BaseModel):
+    rule_id: str
+    title: str
+    symptom: str
+    score: float
+
+
+class Suggestion(BaseModel):
+    summary: str
+    tools: list[ToolSuggestion] = Field(default_factory=list, description="Most useful first.")
+    rules: list[RuleSuggestion] = Field(default_factory=list, description="Rules to read (explain_rule).")
+    prompts: list[str] = Field(default_factory=list, description="MCP prompts with a guided flow for this.")
+
+
+# ---- probes (tools/probe_view.py) ----
+
+class ProbeResult(BaseModel):
+    summary: str
+    findings: list[Finding] = Field(default_factory=list, description="Rules that fire on the host facts.")
+    facts: dict[str, Any] = Field(default_factory=dict, description="Flat host facts (probe.* keys) the rules read.")
+    host: dict[str, Any] | None = Field(None, description="The full host report (environment, GPUs, numerics).")
+    checkpoint: dict[str, Any] | None = None
+    tokenizer: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+    cluster: dict[str, Any] | None = None

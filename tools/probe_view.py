@@ -8,21 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.models import Finding
-
-
-class ProbeResult(BaseModel):
-    summary: str
-    findings: list[Finding] = Field(default_factory=list, description="Rules that fire on the host facts.")
-    facts: dict[str, Any] = Field(default_factory=dict, description="Flat host facts (probe.* keys) the rules read.")
-    host: dict[str, Any] | None = Field(None, description="The full host report (environment, GPUs, numerics).")
-    checkpoint: dict[str, Any] | None = None
-    tokenizer: dict[str, Any] | None = None
-    memory: dict[str, Any] | None = None
-    cluster: dict[str, Any] | None = None
+from grpo_debug.tools.models import Finding, ProbeResult
 
 
 def findings_from_probe_facts(facts: dict[str, Any], config_text: str = "", rules: RuleBase | None = None) -> list[Finding]:

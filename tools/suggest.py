@@ -6,31 +6,10 @@ is routed to ``triage`` first.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 from grpo_debug.skills.knowledge import triggers
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.families import _looks_like_log_or_config, rank_rules_for_query
-
-
-class ToolSuggestion(BaseModel):
-    tool: str
-    operation: str = ""
-    why: str
-
-
-class RuleSuggestion(BaseModel):
-    rule_id: str
-    title: str
-    symptom: str
-    score: float
-
-
-class Suggestion(BaseModel):
-    summary: str
-    tools: list[ToolSuggestion] = Field(default_factory=list, description="Most useful first.")
-    rules: list[RuleSuggestion] = Field(default_factory=list, description="Rules to read (explain_rule).")
-    prompts: list[str] = Field(default_factory=list, description="MCP prompts with a guided flow for this.")
+from grpo_debug.tools.models import RuleSuggestion, Suggestion, ToolSuggestion
 
 
 def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggestion:

@@ -25,8 +25,7 @@ MAX_SERIES = 60
 EXCERPT = 240
 
 
-class InputError(ValueError):
-    """The input cannot be read at all (missing path, a directory, permission); names it and the fix."""
+from grpo_debug.tools.errors import InputError  # noqa: E402  (re-exported: grpo_debug.tools.triage.InputError)
 
 
 def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, str, list[str], str | None]:
