@@ -185,12 +185,19 @@ _MATCHERS: dict[tuple[tuple[str, bool], ...], "_Engine"] = {}
 _MATCHERS_LOCK = threading.Lock()  # a hyperscan database has one scratch space: one scan at a time
 
 
-def lines_matching(patterns: list[tuple[str, bool]], texts: list[str]) -> dict[int, set[int]]:
+PREFILTER_MIN_BYTES = 256 * 2**10  # below this, compiling a multi-pattern database costs more than it saves
+
+
+def lines_matching(patterns: list[tuple[str, bool]], texts: list[str],
+                   min_bytes: int = PREFILTER_MIN_BYTES) -> dict[int, set[int]]:
     """Pattern index -> indices of ``texts`` where the (prefilter form of the) pattern matches, in one pass
     of the fastest engine over the joined texts. Callers confirm each hit with the exact Python pattern;
-    patterns the engine cannot take are absent (the caller then scans those itself)."""
+    patterns the engine cannot take are absent (the caller then scans those itself), and so is everything
+    when the texts are smaller than ``min_bytes``."""
     import bisect
 
+    if sum(len(t) for t in texts) < min_bytes:
+        return {}
     key = tuple(patterns)
     enc = [t.encode("utf-8", "replace") for t in texts]
     offsets, pos = [], 0
