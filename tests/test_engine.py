@@ -257,3 +257,42 @@ def test_streamed_triage_matches_full_triage(tmp_path):
     assert [f.symptom for f in streamed.findings] == [f.symptom for f in full.findings]
     assert [[e.line for e in f.evidence] for f in streamed.findings] == [[e.line for e in f.evidence] for f in full.findings]
     assert "streamed" in streamed.coverage.skipped[0]
+
+
+def test_zstd_log_is_read(tmp_path):
+    zstd = __import__("pytest").importorskip("zstandard")
+    from grpo_debug.tools.triage import triage
+
+    p = tmp_path / "run.log.zst"
+    p.write_bytes(zstd.ZstdCompressor().compress(b"step:1 - actor/grad_norm:0.4\nstep:2 - actor/grad_norm:nan\n"))
+    r = triage(path=p)
+    assert r.findings[0].symptom == "nan_inf" and r.findings[0].evidence[0].line == 2
+
+
+def test_prefilter_keeps_caseless_and_anchored_events_in_large_logs():
+    """Logs above the prefilter threshold: (?i:...) patterns stay caseless, ^ anchors at every line."""
+    from grpo_debug.tools.stream import PREFILTER_MIN_BYTES
+
+    filler = "INFO chatter line with nothing special in it at all\n" * (PREFILTER_MIN_BYTES // 50 + 10)
+    text = filler + "Loss is NaN detected at step 5\n# ... no further output, hangs\n" + filler
+    assert {"nan_reported", "hang_note"} <= {e.kind for e in _events(text)}
+
+
+def test_stream_keeps_traceback_frames_across_chunk_boundaries(monkeypatch):
+    import io
+
+    import grpo_debug.tools.stream as st
+
+    monkeypatch.setattr(st, "CHUNK", 4096)
+    monkeypatch.setattr(st, "HEAD_LINES", 0)
+    monkeypatch.setattr(st, "TAIL_LINES", 0)
+    lines = ["x" * 60 for _ in range(66)] + ["Traceback (most recent call last):"]
+    lines += [f'  File "f.py", line {i}, in g' for i in range(12)] + ["ValueError: bad"] + ["y" * 60] * 200
+    sl = st.scan_stream(io.BytesIO(("\n".join(lines) + "\n").encode()))
+    kept = {n for n, _ in sl.lines}
+    assert set(range(67, 81)) <= kept and sl.total_lines == len(lines)
+
+
+def test_overflow_line_with_garbage_numbers_does_not_crash():
+    t = _metrics("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: ., reducing to e\n")
+    assert "deepspeed/loss_scale" not in t.series

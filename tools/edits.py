@@ -50,7 +50,7 @@ def _edit_existing(f: Fact, new: Any, raw: str) -> str | None:
     elif f.origin == "yaml":
         m = re.search(rf"^(\s*{last}\s*:\s*)([^#\n]*?)(\s*(#.*)?)$", raw)
         if m:
-            return raw[:m.start(2)] + (json.dumps(new) if isinstance(new, (bool, type(None))) and False else _yaml(new)) + raw[m.end(2):]
+            return raw[:m.start(2)] + _yaml(new) + raw[m.end(2):]
     elif f.origin in ("kwargs", "env"):
         m = re.search(rf"(\b{last}=)('[^']*'|\"[^\"]*\"|[^,\s)]+)", raw)
         if m:
@@ -59,11 +59,15 @@ def _edit_existing(f: Fact, new: Any, raw: str) -> str | None:
 
 
 def _yaml(v: Any) -> str:
+    """A YAML scalar: booleans and null spelled the YAML way, strings quoted when YAML would misread them."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:
         return "null"
-    return str(v)
+    s = str(v)
+    if isinstance(v, str) and (re.search(r"[:#{}\[\],&*!|>'\"%@`]", s) or s.strip() != s or not s):
+        return json.dumps(s)
+    return s
 
 
 def _style(fs: FactSet) -> str:

@@ -56,7 +56,7 @@ EVENT_PATTERNS: dict[str, str] = {
     "hang_note": r"(?i:^#.*(?:no (?:further )?(?:output|progress|log)|hangs?\b|hung\b|stuck|frozen|freezes))",
 }
 _COMPILED = {k: re.compile(v) for k, v in EVENT_PATTERNS.items()}
-_EVENT_PREFILTER = [(v, False) for v in EVENT_PATTERNS.values()]
+_EVENT_PREFILTER = [(v, "(?i" in v) for v in EVENT_PATTERNS.values()]
 
 
 def _kinds_per_line(lines: list[Line]) -> dict[int, list[str]]:

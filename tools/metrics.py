@@ -184,10 +184,11 @@ def parse_line(ln: Line, table: MetricTable, counters: dict[str, int]) -> bool:
     if "verflow" in t or "OVERFLOW" in t:
         m = _DS_OVERFLOW.search(t)
         if m:
-            counters["ds_overflow"] = counters.get("ds_overflow", 0) + 1
-            table.add("deepspeed", float(counters["ds_overflow"]), ln.no,
-                      {"deepspeed/loss_scale": float(m.group(2) or m.group(1))})
-            return True
+            scale = to_float(m.group(2) or m.group(1))
+            if scale is not None:
+                counters["ds_overflow"] = counters.get("ds_overflow", 0) + 1
+                table.add("deepspeed", float(counters["ds_overflow"]), ln.no, {"deepspeed/loss_scale": scale})
+                return True
     if "skipped=" in t:
         m = _DS_PROGRESS.search(t)
         if m:

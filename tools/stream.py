@@ -93,6 +93,8 @@ def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
 
 class _Engine:
     def __init__(self, patterns: list[tuple[str, bool]]):
+        # an inline (?i: group is compiled as a caseless pattern (relaxing drops the inline flag)
+        patterns = [(p, ci or "(?i" in p) for p, ci in patterns]
         self.patterns = patterns
         self.kind = "re"
         self.unprefiltered: list[str] = []
@@ -112,7 +114,7 @@ class _Engine:
         self._py = []
         for i, (p, ci) in enumerate(patterns):
             try:
-                self._py.append((i, re.compile(p, re.I if ci else 0)))
+                self._py.append((i, re.compile(p, re.M | (re.I if ci else 0))))
             except re.error:
                 self.unprefiltered.append(p)
 
@@ -130,8 +132,8 @@ class _Engine:
             q = _relax(p) if _NEEDS_RELAX.search(p) else p
             if q is None:
                 self.unprefiltered.append(p)
-            else:
-                items.append((i, q, hyperscan.HS_FLAG_CASELESS if ci else 0))
+            else:  # MULTILINE: ^ and $ anchor at every line of the joined buffer
+                items.append((i, q, hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if ci else 0)))
         try:
             self._hs = compile_db(items)  # the common case: every pattern compiles as it is
             return
@@ -157,7 +159,7 @@ class _Engine:
         for i, (p, ci) in enumerate(self.patterns):
             for cand in (c for c in (p, _relax(p)) if c is not None):
                 try:
-                    comp.append((i, re2.compile(("(?i)" if ci else "") + cand)))
+                    comp.append((i, re2.compile(("(?im)" if ci else "(?m)") + cand)))
                     break
                 except Exception:  # noqa: BLE001
                     continue
@@ -243,13 +245,19 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
     last_chunks: list[tuple[int, bytes]] = []
     line_no = 0          # lines completed before the current chunk
     carry = b""
-    pending_context = 0  # lines still to keep after a Traceback
+    pending_context = 0  # lines still to keep after a Traceback that crossed the chunk boundary
+    skip_to_newline = False
     raw_read = 0
     tb = b"Traceback (most recent"
     while True:
         block = stream.read(CHUNK)
         if block:
             raw_read += len(block)
+            if skip_to_newline:
+                nlpos = block.find(b"\n")
+                if nlpos == -1:
+                    continue
+                block, skip_to_newline = block[nlpos:], False
         buf = carry + block
         if not block:
             if not buf:
@@ -260,8 +268,9 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
             carry = buf
             if not block:
                 break
-            if len(carry) > 64 * 2**20:  # give up on a single line longer than 64 MiB: count it and cut it
-                carry = carry[: 20_000] + b"\n"
+            if len(carry) > 64 * 2**20:  # a single line over 64 MiB: keep its start, drop the rest of it
+                carry = carry[: 20_000]
+                skip_to_newline = True
             continue
         chunk, carry = buf[:cut], buf[cut:]
         # which line starts are candidates in this chunk
@@ -269,16 +278,7 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
         for _pid, end in eng.scan(chunk):
             starts.add(chunk.rfind(b"\n", 0, max(0, end - 1)) + 1)
         # Traceback context: the following lines of each traceback
-        pos = chunk.find(tb)
-        while pos != -1:
-            s = chunk.rfind(b"\n", 0, pos) + 1
-            e = s
-            for _ in range(TRACEBACK_CONTEXT):
-                e = chunk.find(b"\n", e) + 1
-                if e <= 0 or e >= len(chunk):
-                    break
-                starts.add(e)
-            pos = chunk.find(tb, pos + 1)
+        carry_context = 0
         if pending_context:
             e = 0
             for _ in range(pending_context):
@@ -289,6 +289,17 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
                 if e <= 0:
                     break
             pending_context = 0
+        pos = chunk.find(tb)
+        while pos != -1:
+            s = chunk.rfind(b"\n", 0, pos) + 1
+            e = s
+            for k in range(TRACEBACK_CONTEXT):
+                e = chunk.find(b"\n", e) + 1
+                if e <= 0 or e >= len(chunk):  # the traceback goes on in the next chunk
+                    carry_context = max(carry_context, TRACEBACK_CONTEXT - k)
+                    break
+                starts.add(e)
+            pos = chunk.find(tb, pos + 1)
         if line_no < HEAD_LINES:  # the head of the file
             e = 0
             for _ in range(HEAD_LINES - line_no):
@@ -306,6 +317,7 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
                 out.lines.append((n + 1, chunk[s:e].decode("utf-8", "replace")))
             else:
                 out.truncated = True
+        pending_context = carry_context
         nl = chunk.count(b"\n")
         last_chunks = (last_chunks + [(line_no, chunk)])[-2:]  # the tail is cut from these at the end
         line_no += nl

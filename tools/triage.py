@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.config_facts import FactSet, extract_facts
+from grpo_debug.tools.config_facts import FactSet, detect_frameworks, extract_facts
 from grpo_debug.tools.edits import applicable, edits_for_patch
 from grpo_debug.tools.events import extract_events
 from grpo_debug.tools.match import Context, RuleHit, evaluate
@@ -314,7 +314,8 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
     n_not = len(not_understood) + (lines_read - len(lines) if streamed else 0)
     cov = Coverage(
         input=label, bytes_read=bytes_read, lines_read=lines_read,
-        formats=sorted(ctx.metrics.formats | ctx.facts.formats | ({"python-traceback"} if ctx.events_of("traceback") else set())),
+        formats=sorted(ctx.metrics.formats | ctx.facts.formats | ({"python-traceback"} if ctx.events_of("traceback") else set())
+                       | {f"framework:{fw}" for fw in detect_frameworks(ctx.facts)}),
         metric_lines=len(ctx.metrics.lines), event_lines=len({n for e in ctx.events for n in e.lines}),
         config_facts=len(ctx.facts), lines_not_understood=n_not,
         not_understood_sample=_evidence(lines, [ln.no for ln in not_understood[:5]]), skipped=skipped,
@@ -352,7 +353,7 @@ def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max
         sparse = scan_file(path, pats, progress=progress)
     except (OSError, ValueError, EOFError) as e:
         raise InputError(f"{path}: cannot read: {e}") from e
-    lines = [normalize_line(raw, no) for no, raw in sparse.lines]
+    lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
     metrics = extract_metrics(lines)
     ctx = Context(lines=lines, events=extract_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
     skipped = [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
