@@ -119,3 +119,56 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu_check.py on a GPU machine)")
         for it in gpu_items:
             it.add_marker(skip)
+
+
+# ---- a real `grpo-debug serve --transport http` for the HTTP, load and conformance tests ----------
+
+import socket as _socket  # noqa: E402
+import subprocess as _subprocess  # noqa: E402
+import sys as _sys  # noqa: E402
+import tempfile as _tempfile  # noqa: E402
+import time as _time  # noqa: E402
+from contextlib import contextmanager as _contextmanager  # noqa: E402
+
+
+def free_port() -> int:
+    with _socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@_contextmanager
+def http_server(*args: str, env: dict | None = None, cwd: str | None = None, timeout: float = 60):
+    """`grpo-debug serve --transport http` on a free port; yields (port, process); stops it afterwards."""
+    port = free_port()
+    log = _tempfile.TemporaryFile("w+")
+    cmd = [_sys.executable, "-m", "grpo_debug.server.cli", "serve", "--transport", "http", "--port", str(port), *args]
+    proc = _subprocess.Popen(cmd, stdout=log, stderr=_subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
+    try:
+        deadline = _time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise AssertionError(f"server exited with {proc.returncode}: {log.read()[-2000:]}")
+            try:
+                with _socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if _time.monotonic() > deadline:
+                    raise AssertionError("server did not start listening") from None
+                _time.sleep(0.1)
+        yield port, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except _subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+@pytest.fixture
+def serve_http():
+    """Factory: `with serve_http(*cli_args, env=..., cwd=...) as (port, process):` a server on a free port."""
+    return http_server

@@ -9,14 +9,8 @@ Skips cleanly when npx is missing or the npm registry cannot be reached (and the
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
-import sys
-import tempfile
-import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,41 +23,6 @@ STATELESS_SCENARIOS = ["server-initialize", "ping", "tools-list", "resources-lis
                        "dns-rebinding-protection", "logging-set-level", "completion-complete"]
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def http_server(*args: str, timeout: float = 60):
-    port = free_port()
-    log = tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "grpo_debug.server.cli", "serve", "--transport", "http",
-                             "--port", str(port), *args], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"server exited with {proc.returncode}: {log.read()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "server did not start listening"
-                time.sleep(0.1)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +51,10 @@ def run_scenario(cmd: list[str], port: int, scenario: str, out: Path) -> tuple[i
 
 
 @pytest.mark.parametrize("mode", ["stateful", "stateless"])
-def test_conformance_generic_scenarios(conformance, tmp_path, mode):
+def test_conformance_generic_scenarios(conformance, tmp_path, mode, serve_http):
     scenarios = SCENARIOS if mode == "stateful" else STATELESS_SCENARIOS
     results = {}
-    with http_server(*(["--stateless"] if mode == "stateless" else [])) as port:
+    with serve_http(*(["--stateless"] if mode == "stateless" else [])) as (port, _):
         for s in scenarios:
             rc, checks, tail = run_scenario(conformance, port, s, tmp_path / s)
             results[s] = (rc, [(c["id"], c["status"]) for c in checks])

@@ -246,7 +246,7 @@ def test_streamed_triage_matches_full_triage(tmp_path):
     """The streaming path (large or compressed files) finds what the in-memory path finds."""
     import gzip
 
-    from grpo_debug.tools.triage import triage, triage_stream
+    from grpo_debug.tools.triage import triage
 
     text = (Path(__file__).resolve().parents[1] / "tools" / "examples" / "verl_grpo_nan.log").read_text()
     p = tmp_path / "run.log.gz"

@@ -9,9 +9,7 @@ import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -30,55 +28,24 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 TOKEN = "t0ken-" + "x" * 26
 
 
-def _text(r) -> str:
-    return r.content[0].text if r.content else ""
-
-
-# ---------------------------------------------------------------------------- a server in a subprocess
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-@contextmanager
-def http_server(*args: str, env: dict | None = None, cwd: str | None = None, timeout: float = 60):
-    """`grpo-debug serve --transport http` on a free port; yields (port, process); stops it afterwards."""
-    port = free_port()
-    log = tempfile.TemporaryFile("w+")
-    cmd = [sys.executable, "-m", "grpo_debug.server.cli", "serve", "--transport", "http", "--port", str(port), *args]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"server exited with {proc.returncode}: {log.read()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("server did not start listening") from None
-                time.sleep(0.1)
-        yield port, proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+def _text(r) -> str:
+    return r.content[0].text if r.content else ""
 
+
+# ---------------------------------------------------------------------------- a server in a subprocess
 
 def _post(port: int, body=INIT, **headers) -> httpx.Response:
     return httpx.post(f"http://127.0.0.1:{port}/mcp", json=body, headers={**HEADERS, **headers}, timeout=30)
 
 
-def test_loopback_validates_host_and_origin():
-    with http_server() as (port, _):
+def test_loopback_validates_host_and_origin(serve_http):
+    with serve_http() as (port, _):
         ok = _post(port)
         assert ok.status_code == 200, ok.text
         assert ok.headers.get("mcp-session-id")
@@ -108,11 +75,11 @@ def test_non_loopback_bind_without_token_refuses_to_start(tmp_path):
     assert p.returncode == 2 and "cannot read" in p.stderr, p.stderr
 
 
-def test_token_is_required_on_every_request(tmp_path):
+def test_token_is_required_on_every_request(tmp_path, serve_http):
     tf = tmp_path / "token"
     tf.write_text(TOKEN + "\n")
     tf.chmod(0o600)
-    with http_server("--host", "0.0.0.0", "--token-file", str(tf), "--allow-host", "mcp.example") as (port, _):
+    with serve_http("--host", "0.0.0.0", "--token-file", str(tf), "--allow-host", "mcp.example") as (port, _):
         assert _post(port).status_code == 401
         assert _post(port, Authorization="Bearer wrong-token-wrong-token").status_code == 401
         assert _post(port, Authorization=TOKEN).status_code == 401  # no scheme
@@ -125,19 +92,19 @@ def test_token_is_required_on_every_request(tmp_path):
         assert _post(port, Authorization=f"Bearer {TOKEN}", Origin="http://evil.example").status_code == 403
 
 
-def test_token_from_env_on_loopback_is_enforced_too():
-    with http_server(env={"GRPO_DEBUG_TOKEN": TOKEN}) as (port, _):
+def test_token_from_env_on_loopback_is_enforced_too(serve_http):
+    with serve_http(env={"GRPO_DEBUG_TOKEN": TOKEN}) as (port, _):
         assert _post(port).status_code == 401
         assert _post(port, Authorization=f"Bearer {TOKEN}").status_code == 200
 
 
-async def test_sdk_client_over_http_with_token(tmp_path):
+async def test_sdk_client_over_http_with_token(tmp_path, serve_http):
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     log = tmp_path / "run.log"
     log.write_text("step:1 - actor/grad_norm:nan\n")
-    with http_server("--allow", str(tmp_path), env={"GRPO_DEBUG_TOKEN": TOKEN}) as (port, _):
+    with serve_http("--allow", str(tmp_path), env={"GRPO_DEBUG_TOKEN": TOKEN}) as (port, _):
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as hc:
             async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=hc)) as c:
                 names = {t.name for t in (await c.list_tools()).tools}
@@ -148,8 +115,8 @@ async def test_sdk_client_over_http_with_token(tmp_path):
                 assert r.is_error and "outside the allowed roots" in _text(r)
 
 
-def test_stateless_answers_without_a_session():
-    with http_server("--stateless") as (port, _):
+def test_stateless_answers_without_a_session(serve_http):
+    with serve_http("--stateless") as (port, _):
         r = _post(port, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         assert r.status_code == 200, r.text
         assert r.headers["content-type"].startswith("application/json")

@@ -3,14 +3,8 @@ each) make 20 `triage` calls each against one `grpo-debug serve --transport http
 bounded server memory growth (VmRSS of the server process); prints p50/p95 latency."""
 from __future__ import annotations
 
-import os
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -28,45 +22,6 @@ SMALL_LOG = """\
 (TaskRunner pid=2210) step:3 - actor/pg_loss:nan - actor/grad_norm:nan - critic/score/mean:0.11
 (TaskRunner pid=2210) WARN: rank 0 grad_norm is not finite: nan
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def http_server(*args: str, timeout: float = 60):
-    port = free_port()
-    log = tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "grpo_debug.server.cli", "serve", "--transport", "http",
-                             "--port", str(port), *args], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise AssertionError(f"server exited with {proc.returncode}: {log.read()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "server did not start listening"
-                time.sleep(0.1)
-        yield port, proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.seek(0)
-        tail = log.read()[-3000:]
-        log.close()
-        if "Traceback" in tail:
-            print("server log tail:\n" + tail)
 
 
 def rss_mb(pid: int) -> float:
@@ -90,11 +45,11 @@ def pct(xs: list[float], q: float) -> float:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc to read the server's RSS")
-async def test_50_clients_20_triage_calls_each(shared_root):
+async def test_50_clients_20_triage_calls_each(shared_root, serve_http):
     text = case_log(shared_root)
     latencies: list[float] = []
     errors: list[str] = []
-    with http_server() as (port, proc):
+    with serve_http() as (port, proc):
         url = f"http://127.0.0.1:{port}/mcp"
         async with Client(url) as c:  # warm up: imports, rule base, first triage
             r = await c.call_tool("triage", {"text": text})

@@ -12,7 +12,7 @@ from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.checks import CHECKS
 from grpo_debug.tools.detectors import DETECTORS
 from grpo_debug.tools.events import EVENT_KINDS
-from grpo_debug.tools.match import Context, evaluate
+from grpo_debug.tools.match import evaluate
 from grpo_debug.tools.triage import build_context
 
 RULES = default_rules()

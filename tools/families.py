@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, Field
 
 from grpo_debug.skills.knowledge import Derivation, GpuSpec, derivations, find_gpu, gpu_specs
 from grpo_debug.skills.loader import RuleBase, default_rules

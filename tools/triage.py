@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.config_facts import FactSet, detect_frameworks, extract_facts
+from grpo_debug.tools.config_facts import detect_frameworks, extract_facts
 from grpo_debug.tools.edits import applicable, edits_for_patch
 from grpo_debug.tools.events import extract_events
 from grpo_debug.tools.match import Context, RuleHit, evaluate
