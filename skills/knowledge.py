@@ -21,7 +21,7 @@ def _load_yaml(text: str):
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 from pydantic import BaseModel, ConfigDict, Field
 
-from grpo_debug.skills.schema import Source
+from grpo_debug.skills.provenance import Source
 
 
 class _Strict(BaseModel):

@@ -31,13 +31,11 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Confidence = Literal["high", "medium", "low"]
-VerificationStatus = Literal["verified", "partial", "unverified", "not_found"]
 ConfigOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "missing", "present",
                    "truthy", "falsy", "regex"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+from grpo_debug.skills.provenance import AppliesTo, Source, VerificationStatus, _Strict  # noqa: E402,F401  (re-exported)
 
 
 class RegexSignal(_Strict):
@@ -144,26 +142,12 @@ class Match(_Strict):
         return out
 
 
-class Source(_Strict):
-    """Where a claim comes from and whether it was checked (reference/citations.md)."""
-
-    ref: str = Field(description="URL, or seed document id like 'seed:004 (grpo-debug skill)'.")
-    status: VerificationStatus
-    note: str = ""
-
-
 class Fix(_Strict):
     summary: str = Field(min_length=10, description="The change, naming the exact option/key/flag.")
     steps: list[str] = Field(default_factory=list)
     patch: dict[str, Any] | None = Field(None, description="key -> new value, where one applies.")
     safety: Literal["safe", "review"] = "safe"
     safety_note: str = ""
-
-
-class AppliesTo(_Strict):
-    frameworks: list[str] = Field(default_factory=list)
-    versions: str = ""
-    hardware: str = ""
 
 
 class Example(_Strict):

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from grpo_debug.skills.knowledge import GpuSpec  # noqa: F401  (FamilyReport.gpu)
 
@@ -85,11 +87,19 @@ class Coverage(BaseModel):
                                            description="Config keys read but used by no rule (first 50).")
 
 
+# Nested results in the tool results below carry a one-level JSON schema: it is what the MCP server publishes
+# anyway (server/app.py shallow_schema) and it keeps the server's start-up from walking every nested model
+# once per tool. Validation still uses the full models.
+_OBJECTS = WithJsonSchema({"type": "array", "items": {"type": "object"}})
+_OBJECT = WithJsonSchema({"type": "object"})
+_OPT_OBJECT = WithJsonSchema({"anyOf": [{"type": "object"}, {"type": "null"}]})
+
+
 class TriageResult(BaseModel):
     summary: str = Field(description="One paragraph a person or agent can act on.")
-    findings: list[Finding] = Field(default_factory=list, description="Most likely first.")
-    metrics: dict[str, SeriesSummary] = Field(default_factory=dict, description="Per metric series.")
-    coverage: Coverage
+    findings: Annotated[list[Finding], _OBJECTS] = Field(default_factory=list, description="Most likely first.")
+    metrics: Annotated[dict[str, SeriesSummary], _OBJECT] = Field(default_factory=dict, description="Per metric series.")
+    coverage: Annotated[Coverage, _OBJECT]
     truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
 
 
@@ -111,9 +121,9 @@ class FamilyReport(BaseModel):
     family: str
     operation: str
     summary: str
-    gpu: GpuSpec | None = None
-    items: list[Item] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
+    gpu: Annotated[GpuSpec | None, _OPT_OBJECT] = None
+    items: Annotated[list[Item], _OBJECTS] = Field(default_factory=list)
+    findings: Annotated[list[Finding], _OBJECTS] = Field(default_factory=list)
     rules: list[str] = Field(default_factory=list, description="Rule ids used; read one with explain_rule.")
     notes: list[str] = Field(default_factory=list)
 
@@ -144,7 +154,7 @@ class Suggestion(BaseModel):
 
 class ProbeResult(BaseModel):
     summary: str
-    findings: list[Finding] = Field(default_factory=list, description="Rules that fire on the host facts.")
+    findings: Annotated[list[Finding], _OBJECTS] = Field(default_factory=list, description="Rules that fire on the host facts.")
     facts: dict[str, Any] = Field(default_factory=dict, description="Flat host facts (probe.* keys) the rules read.")
     host: dict[str, Any] | None = Field(None, description="The full host report (environment, GPUs, numerics).")
     checkpoint: dict[str, Any] | None = None

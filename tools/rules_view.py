@@ -8,7 +8,12 @@ from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-from grpo_debug.skills.schema import AppliesTo, Rule, Source
+from typing import TYPE_CHECKING
+
+from grpo_debug.skills.provenance import AppliesTo, Source
+
+if TYPE_CHECKING:  # the rule model is only needed for type hints here
+    from grpo_debug.skills.schema import Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
 
 
