@@ -384,7 +384,23 @@ def shallow_schema(schema: dict | None, depth: int = 1) -> dict | None:
 
 
 class GrpoDebugServer(MCPServer):
-    """MCPServer whose tools/list publishes compact schemas (the tool list sits in every agent's context)."""
+    """MCPServer whose tools/list publishes compact schemas (the tool list sits in every agent's context)
+    and whose trigger prompts are registered on the first prompts request (a lean start)."""
+
+    _prompts_ready = True
+
+    def _ensure_prompts(self) -> None:
+        if not self._prompts_ready:
+            self._prompts_ready = True
+            _register_trigger_prompts(self)
+
+    async def list_prompts(self):
+        self._ensure_prompts()
+        return await super().list_prompts()
+
+    async def get_prompt(self, *args, **kwargs):
+        self._ensure_prompts()
+        return await super().get_prompt(*args, **kwargs)
 
     async def list_tools(self):
         tools = await super().list_tools()
@@ -627,7 +643,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
             f"{fence}\n{log}\n{fence}\n"
         )
 
-    _register_trigger_prompts(server)
+    server._prompts_ready = False  # trigger prompts: registered on the first prompts/list or prompts/get
     _register_completion_and_logging(server)
     return server
 
