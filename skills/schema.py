@@ -28,14 +28,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from grpo_debug.skills.provenance import AppliesTo, Source, VerificationStatus, _Strict  # noqa: F401  (re-exported)
 
 Confidence = Literal["high", "medium", "low"]
 ConfigOp = Literal["eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "missing", "present",
                    "truthy", "falsy", "regex"]
-
-
-from grpo_debug.skills.provenance import AppliesTo, Source, VerificationStatus, _Strict  # noqa: E402,F401  (re-exported)
 
 
 class RegexSignal(_Strict):

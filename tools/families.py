@@ -228,7 +228,7 @@ def _gpu(family: str, gpu: str | None, rb) -> FamilyReport:
                         rules=[i.id for i in items if i.kind in ("gpu_rule", "gpu_risk") and i.id in rb.rules],
                         summary=f"{spec.name}: {spec.memory_gb:g} GB, CC {spec.compute_capability}, "
                                 f"bf16 {'yes' if spec.bf16 else 'no'}; {n} {family.replace('_', ' ')} item(s) for this GPU.",
-                        notes=[f"GPU spec sources: " + "; ".join(f"[{s.status}] {s.ref}" for s in spec.sources)])
+                        notes=["GPU spec sources: " + "; ".join(f"[{s.status}] {s.ref}" for s in spec.sources)])
 
 
 def playbook(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,

@@ -5,9 +5,7 @@ described to read well on its own.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, WithJsonSchema
 

@@ -48,5 +48,5 @@ def render_family_text(rep, width: int | None = None) -> str:
         out += wrap("note: " + n, "")
     if rep.rules:
         out.append("")
-        out += wrap("rules: " + ", ".join(dict.fromkeys(rep.rules)) + f"  (read one: grpo-debug rule ID)", "")
+        out += wrap("rules: " + ", ".join(dict.fromkeys(rep.rules)) + "  (read one: grpo-debug rule ID)", "")
     return "\n".join(out)
