@@ -21,6 +21,7 @@ from mcp.types import (Completion, EmptyResult, ResourceTemplateReference, SetLe
                        ToolAnnotations)
 from pydantic import BaseModel, BeforeValidator, Field
 
+from grpo_debug.server.cli import _version
 from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.errors import FamilyError, InputError
 from grpo_debug.tools.models import FamilyReport, Finding, ProbeResult, Suggestion, TriageResult
@@ -94,15 +95,6 @@ def _none_to_empty(v: Any) -> Any:
 # json-decodes string arguments whose annotation is not exactly `str`, which turned a pasted JSON config into
 # a dict and failed validation.
 OptStr = Annotated[str, BeforeValidator(_none_to_empty)]
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("grpo-debug")
-    except PackageNotFoundError:
-        return "0"
 
 
 def find_skill_md() -> Path | None:
@@ -424,6 +416,19 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
         except PathNotAllowed as e:
             raise ToolError(f"`{arg}`: {e}") from None
 
+    def text_or_path(text: str, path: str, *, required: bool) -> tuple[str | None, str | None]:
+        """The one input of a text-or-path tool: empty strings count as not given; both is an error, and so
+        is neither when ``required``; pasted text is size-checked and a path confined to the allowed roots.
+        Call inside ``_guard`` so that an unexpected error names the tool."""
+        text, path = _opt(text), _opt(path)
+        if text is not None and path is not None:
+            raise ToolError("give exactly one of `text` (pasted) or `path` (a file on the server's machine), not both")
+        if required and text is None and path is None:
+            raise ToolError("give the input: `text` (pasted as a string) or `path` (a file on the server's "
+                            "machine); neither was given")
+        _check_text(text)
+        return text, (confined(path, "path") if path is not None else None)
+
     server = GrpoDebugServer("grpo-debug", title="grpo-debug", version=_version(), instructions=INSTRUCTIONS,
                              log_level="WARNING")
     server.allowed_roots = roots  # type: ignore[attr-defined]  (read by the CLI's start-up line and tests)
@@ -460,16 +465,8 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
         return await anyio.to_thread.run_sync(lambda: _triage_sync(text, path, max_findings, progress))
 
     def _triage_sync(text, path, max_findings, progress) -> TriageResult:
-        text, path = _opt(text), _opt(path)
-        if text is None and path is None:
-            raise ToolError("give the input: `text` (the log pasted as a string) or `path` (a file on the "
-                            "server's machine); neither was given")
-        if text is not None and path is not None:
-            raise ToolError("give exactly one of `text` or `path`, not both")
         with _guard("triage"):
-            _check_text(text)
-            if path is not None:
-                path = confined(path, "path")
+            text, path = text_or_path(text, path, required=True)
             try:
                 return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress))
             except InputError as e:
@@ -485,13 +482,8 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
     ) -> TriageResult:
         from grpo_debug.tools.check import ConfigParseError, check_config
 
-        text, path = _opt(text), _opt(path)
-        if (text is None) == (path is None):
-            raise ToolError("give exactly one of `text` (the config pasted) or `path` (a file on the server's machine)")
         with _guard("check_config"):
-            _check_text(text)
-            if path is not None:
-                path = confined(path, "path")
+            text, path = text_or_path(text, path, required=True)
             try:
                 return bound_triage(check_config(text=text, path=path))
             except (InputError, ConfigParseError) as e:
@@ -528,13 +520,8 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
 
     def _family_tool(family: str, ops: tuple[str, ...], description: str, title: str) -> None:
         def tool(operation, text="", path="", gpu=""):
-            text, path = _opt(text), _opt(path)
-            if text is not None and path is not None:
-                raise ToolError("give at most one of `text` or `path`, not both")
             with _guard(family):
-                _check_text(text)
-                if path is not None:
-                    path = confined(path, "path")
+                text, path = text_or_path(text, path, required=False)
                 try:
                     return bound_family(run_family(family, operation, text=text, path=path, gpu=_opt(gpu)))
                 except (FamilyError, InputError) as e:

@@ -133,6 +133,11 @@ def cmd_triage(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.stop()
 
+    return _print_triage(args, result)
+
+
+def _print_triage(args: argparse.Namespace, result) -> int:
+    """Print a TriageResult (triage and check) as JSON or as text for a person."""
     if args.format == "json":
         _out(result.model_dump_json(indent=2))
     else:
@@ -155,13 +160,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         result = check_config(text=text, path=path, max_findings=args.max_findings)
     except (InputError, ConfigParseError) as e:
         raise CliError(str(e)) from e
-    if args.format == "json":
-        _out(result.model_dump_json(indent=2))
-    else:
-        from grpo_debug.tools.render import render_triage_text
-
-        _out(render_triage_text(result, color=_color(), width=_width()))
-    return 0
+    return _print_triage(args, result)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

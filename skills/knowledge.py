@@ -13,19 +13,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
+from grpo_debug.skills.provenance import Source, _Strict
 
 
-def _load_yaml(text: str):
-    import yaml  # imported on first use: keeps the MCP server's start-up lean
+def load_yaml(text: str):
+    """Parse YAML with PyYAML's safe loader (libyaml's when built with it); yaml is imported on first use."""
+    import yaml  # keeps the MCP server's start-up lean
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
-from pydantic import BaseModel, ConfigDict, Field
-
-from grpo_debug.skills.provenance import Source
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class GpuSpec(_Strict):
@@ -70,7 +67,7 @@ def _root() -> Path:
 
 @lru_cache(maxsize=1)
 def gpu_specs() -> dict[str, GpuSpec]:
-    data = _load_yaml((_root() / "gpus.yaml").read_text(encoding="utf-8"))
+    data = load_yaml((_root() / "gpus.yaml").read_text(encoding="utf-8"))
     specs = [GpuSpec.model_validate(x) for x in data]
     return {s.id: s for s in specs}
 
@@ -90,7 +87,7 @@ def derivations() -> dict[str, Derivation]:
     out = {}
     folder = _root() / "derivations"
     for f in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-        d = Derivation.model_validate(_load_yaml(f.read_text(encoding="utf-8")))
+        d = Derivation.model_validate(load_yaml(f.read_text(encoding="utf-8")))
         out[d.id] = d
     return out
 
@@ -107,5 +104,5 @@ class Trigger(_Strict):
 
 @lru_cache(maxsize=1)
 def triggers() -> list[Trigger]:
-    data = _load_yaml((_root() / "triggers.yaml").read_text(encoding="utf-8"))
+    data = load_yaml((_root() / "triggers.yaml").read_text(encoding="utf-8"))
     return [Trigger.model_validate(x) for x in data]

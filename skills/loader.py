@@ -15,13 +15,9 @@ from typing import Iterable
 
 import yaml
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
-
-
-def _load_yaml(text: str):
-    return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
 from pydantic import ValidationError
 
+from grpo_debug.skills.knowledge import load_yaml
 from grpo_debug.skills.schema import Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
 
@@ -61,7 +57,7 @@ def _rule_files(root: Path) -> list[Path]:
 def load_rule_file(path: Path) -> list[Rule]:
     """Parse one YAML file holding a rule mapping (or a list of them). Raises RuleBaseError."""
     try:
-        data = _load_yaml(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise RuleBaseError(f"{path}: cannot read rule file: {e}") from e
     items = data if isinstance(data, list) else [data]
