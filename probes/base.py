@@ -7,7 +7,10 @@ permission (the torch collect_env model, with its gaps fixed: typed results, tim
 from __future__ import annotations
 
 import functools
+import json
+import os
 import subprocess
+import sys
 from typing import Any, Callable, Literal, TypeVar
 
 from pydantic import BaseModel
@@ -37,6 +40,21 @@ def run_cmd(argv: list[str], timeout: float = 5.0) -> tuple[int, str, str]:
         return 124, "", f"{argv[0]}: timed out after {timeout:g} s"
     except OSError as e:
         return 126, "", f"{argv[0]}: {e}"
+
+
+def child_argv(module: str, *args: str) -> list[str]:
+    """argv that runs ``python -m module args...`` without the working directory on the import path.
+
+    ``python -I`` (isolated mode) drops the script directory / working directory, the user site-packages and
+    every ``PYTHON*`` environment variable from the child, so a planted ``torch/`` or ``grpo_debug/`` folder
+    in the server's working directory is never imported. The parent's own import path (minus ``''`` and the
+    working directory) is handed over explicitly so an editable or ``PYTHONPATH`` install still resolves.
+    """
+    cwd = os.path.realpath(os.getcwd())
+    keep = [p for p in sys.path if p and os.path.realpath(p) != cwd]
+    boot = ("import sys, json, runpy; sys.path[:] = json.loads(sys.argv.pop(1)); "
+            f"sys.argv[0] = {module!r}; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-I", "-c", boot, json.dumps(keep), *args]
 
 
 def probe(fn: Callable[..., T]) -> Callable[..., T | Unknown]:

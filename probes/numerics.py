@@ -114,7 +114,9 @@ def gpu_gate(gpus: GpuFacts, *, index: int = 0, planned_gib: float = PLANNED_GIB
 
 
 def _run_device(device: str, timeout: float, env: dict[str, str] | None = None) -> DeviceNumerics | Unknown:
-    argv = [sys.executable, "-m", "grpo_debug.probes.numerics", "--device", device]
+    from grpo_debug.probes.base import child_argv
+
+    argv = child_argv("grpo_debug.probes.numerics", "--device", device)
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, shell=False)
     except subprocess.TimeoutExpired:

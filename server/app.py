@@ -401,7 +401,7 @@ class GrpoDebugServer(MCPServer):
                 for t in tools]
 
 
-def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MCPServer:
+def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_address: str | None = None) -> MCPServer:
     """The MCP server. ``allowed_roots``: folders whose files the path-taking tools may read (default: the
     working directory plus $GRPO_DEBUG_ALLOW); the bundled example logs are always readable."""
     roots = default_roots() if allowed_roots is None else [Path(os.path.abspath(r)) for r in allowed_roots]
@@ -492,7 +492,8 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
     @server.tool(name="probe_host", title="Probe this host",
                  description="Facts of the machine the server runs on: versions, env vars, limits, GPUs (NVML), with "
                              "rules over them; optional numerics (torch subprocess), checkpoint folder, tokenizer stop ids, "
-                             "memory estimate, Ray cluster fan-out. Read-only.", annotations=READ_ONLY)
+                             "memory estimate, fan-out over the Ray cluster the server's owner configured. Read-only.",
+                 annotations=READ_ONLY)
     def probe_host_tool(
         numerics: Annotated[bool, Field(description="Run the torch numerics probes (CPU; a GPU only if free).")] = False,
         checkpoint: Annotated[OptStr, Field(description="A Megatron/DeepSpeed/HF checkpoint folder to inspect.")] = "",
@@ -500,10 +501,14 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
         stop: Annotated[list[str] | None, Field(description="Stop strings to turn into stop_token_ids.")] = None,
         estimate: Annotated[dict | None, Field(description="Memory estimator arguments, e.g. {params_b: 7, zero_stage: 3, "
                                                            "dp: 8, seq_len: 4096, gpu: 'h100_sxm'}.")] = None,
-        ray_address: Annotated[OptStr, Field(description="Probe every node of this Ray cluster (host:port).")] = "",
+        cluster: Annotated[bool, Field(description="Probe every node of the Ray cluster set by the server's owner "
+                                                   "(serve --ray-address); clients cannot name an address.")] = False,
     ) -> ProbeResult:
         if tokenizer and not stop:
             raise ToolError("`tokenizer` needs `stop`: the stop strings to look up")
+        if cluster and not ray_address:
+            raise ToolError("`cluster`: this server has no Ray cluster configured; its owner starts it with "
+                            f"`grpo-debug serve --ray-address HEAD:6379` (or sets {RAY_ADDRESS_ENV})")
         with _guard("probe_host"):
             checkpoint_p = confined(checkpoint, "checkpoint", "dir") if checkpoint else None
             tokenizer_p = confined(tokenizer, "tokenizer", "any") if tokenizer else None
@@ -514,7 +519,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None) -> MC
                 estimate = _check_estimate(estimate, confined)
             try:
                 return bound_probe(run_probe(numerics=numerics, checkpoint=checkpoint_p, tokenizer=tokenizer_p,
-                                             stop=stop, estimate=estimate, ray_address=_opt(ray_address)))
+                                             stop=stop, estimate=estimate, ray_address=ray_address if cluster else None))
             except (TypeError, ValueError) as e:  # an unknown or ill-typed estimator argument
                 raise ToolError(f"`estimate`: {e}") from None
 
@@ -693,6 +698,7 @@ def _register_completion_and_logging(server: MCPServer) -> None:
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "GRPO_DEBUG_TOKEN"
+RAY_ADDRESS_ENV = "GRPO_DEBUG_RAY_ADDRESS"  # the server owner's Ray cluster for probe_host(cluster=true)
 MIN_TOKEN_CHARS = 16
 
 

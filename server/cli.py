@@ -362,8 +362,16 @@ def _read_token(args: argparse.Namespace) -> str | None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from grpo_debug.server.app import TOKEN_ENV, build_server, is_loopback  # the MCP SDK is imported only here
+    from grpo_debug.probes.cluster import check_address
+    from grpo_debug.server.app import RAY_ADDRESS_ENV, TOKEN_ENV, build_server, is_loopback  # MCP SDK imported here
     from grpo_debug.tools.paths import default_roots
+
+    ray_address = args.ray_address or os.environ.get(RAY_ADDRESS_ENV) or None
+    if ray_address:
+        try:
+            ray_address = check_address(ray_address)
+        except ValueError as e:
+            raise CliError(f"--ray-address: {e}") from None
 
     for d in args.allow or ():
         if not os.path.isdir(d):
@@ -371,7 +379,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         if args.host or args.port or args.stateless or args.token_file or args.allow_host:
             raise CliError("--host, --port, --stateless, --token-file and --allow-host need --transport http")
-        build_server(allowed_roots=default_roots(args.allow or ())).run("stdio")
+        build_server(allowed_roots=default_roots(args.allow or ()), ray_address=ray_address).run("stdio")
         return 0
 
     from grpo_debug.server.app import run_http
@@ -383,7 +391,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"refusing to serve on {host}: a non-loopback address needs a bearer token; give "
                        f"--token-file FILE or set {TOKEN_ENV} (clients then send 'Authorization: Bearer <token>'), "
                        "or bind 127.0.0.1")
-    server = build_server(allowed_roots=default_roots(args.allow or ()))
+    server = build_server(allowed_roots=default_roots(args.allow or ()), ray_address=ray_address)
     roots = ", ".join(str(r) for r in server.allowed_roots)
     shown = f"[{host}]" if ":" in host else host
     print(f"{PROG}: MCP over streamable HTTP at http://{shown}:{port}/mcp"
@@ -516,6 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--allow", action="append", metavar="DIR",
                    help="a folder whose files the tools may read, besides the working directory (repeatable; "
                         "also $GRPO_DEBUG_ALLOW, os.pathsep-separated)")
+    s.add_argument("--ray-address", metavar="ADDR",
+                   help="the Ray cluster probe_host(cluster=true) fans out over (HOST:PORT, ray://HOST:PORT or auto; "
+                        "also $GRPO_DEBUG_RAY_ADDRESS); clients can never name another address")
     s.set_defaults(func=cmd_serve)
     return p
 

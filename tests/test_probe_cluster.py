@@ -37,7 +37,9 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_fan_out_on_a_local_head(tmp_path):
+def test_fan_out_on_a_local_head(tmp_path, monkeypatch):
+    """The node task imports no torch and the wait is bounded only by a generous ceiling (600 s), so the test
+    does not depend on how fast Ray starts workers on this machine; a healthy run answers in seconds."""
     pytest.importorskip("ray")
     ray_cli = Path(sys.executable).with_name("ray")
     if not ray_cli.exists():
@@ -48,25 +50,20 @@ def test_fan_out_on_a_local_head(tmp_path):
 
     short = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # AF_UNIX socket paths must stay under 107 bytes
     port = _free_port()
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0")
+    for k, v in {"RAY_AUTH_MODE": "disabled", "HOME": str(tmp_path), "RAY_USAGE_STATS_ENABLED": "0"}.items():
+        monkeypatch.setenv(k, v)
     start = subprocess.run([str(ray_cli), "start", "--head", f"--port={port}", "--num-cpus=1", "--num-gpus=0",
                             "--include-dashboard=false", f"--temp-dir={short}"],
-                           capture_output=True, text=True, timeout=120, env=env)
+                           capture_output=True, text=True, timeout=600, env=dict(os.environ))
     if start.returncode != 0:
         pytest.skip(f"could not start a local Ray head: {start.stderr[-300:]}")
     try:
-        code = ("import json,sys; from grpo_debug.probes.cluster import probe_cluster; "
-                f"print(probe_cluster('127.0.0.1:{port}', timeout=90).model_dump_json())")
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=env)
-        assert out.returncode == 0, out.stderr[-800:]
-        import json
-
-        rep = json.loads(out.stdout.strip().splitlines()[-1])
-        assert rep["error"] is None, rep
-        assert len(rep["nodes"]) == 1
-        node = rep["nodes"][0]
-        assert node["error"] is None and node["hostname"]
-        assert "probe.python" in node["facts"] and "probe.ulimit_nofile" in node["facts"]
+        rep = probe_cluster(f"127.0.0.1:{port}", timeout=600)
+        assert rep.error is None, rep
+        assert len(rep.nodes) == 1
+        node = rep.nodes[0]
+        assert node.error is None and node.hostname, node
+        assert "probe.python" in node.facts and "probe.ulimit_nofile" in node.facts
     finally:
-        subprocess.run([str(ray_cli), "stop", "--force"], capture_output=True, timeout=120, env=env)
+        subprocess.run([str(ray_cli), "stop", "--force"], capture_output=True, timeout=300, env=dict(os.environ))
         shutil.rmtree(short, ignore_errors=True)
