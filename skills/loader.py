@@ -1,4 +1,7 @@
-"""Load and query the rule base: the package's ``skills/rules/**.yaml`` plus user rule packs.
+"""Load and query the rule base: the package's ``skills/rules/<subsystem>/<id>.yaml`` plus user rule packs.
+
+Packaged rules sit on one axis, the subsystem a rule is about (``SUBSYSTEMS``); where a rule came from
+(a seed document, a framework's FAQ, a reference) is recorded in its ``sources``, never in its folder.
 
 User packs: any folder of rule YAML files in the same format, given with ``extra_dirs`` or the
 environment variable ``GRPO_DEBUG_RULES`` (folders separated by ``os.pathsep``). A user rule with the
@@ -20,6 +23,11 @@ from pydantic import ValidationError
 from grpo_debug.skills.knowledge import load_yaml
 from grpo_debug.skills.schema import Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
+
+
+#: The folders of ``skills/rules/``: one per subsystem a rule is about; ``general`` for the rest.
+SUBSYSTEMS = ("deepspeed", "megatron", "verl", "slime", "relax", "trl_openrlhf", "vllm_sglang", "ray", "host",
+              "general")
 
 
 class RuleBaseError(ValueError):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_debug.skills.loader import RuleBaseError, default_rules, load_rule_file, load_rules
+from grpo_debug.skills.loader import SUBSYSTEMS, RuleBaseError, default_rules, load_rule_file, load_rules
 from grpo_debug.skills.schema import CheckSignal, DetectorSignal, EventSignal, QuerySignal, RegexSignal
 from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.checks import CHECKS
@@ -32,6 +32,12 @@ def test_file_name_is_rule_id():
     for f in RULES_DIR.rglob("*.yaml"):
         (rule,) = load_rule_file(f)
         assert f.stem == rule.id, f
+
+
+def test_rule_folders_are_subsystems():
+    folders = {p.relative_to(RULES_DIR).parts[0] for p in RULES_DIR.rglob("*.yaml")}
+    assert folders <= set(SUBSYSTEMS), folders - set(SUBSYSTEMS)
+    assert all(len(p.relative_to(RULES_DIR).parts) == 2 for p in RULES_DIR.rglob("*.yaml"))
 
 
 @pytest.mark.parametrize("rule", list(RULES), ids=lambda r: r.id)
