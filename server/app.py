@@ -25,8 +25,8 @@ from grpo_debug.server.cli import _version
 from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.errors import FamilyError, InputError
 from grpo_debug.tools.models import FamilyReport, Finding, ProbeResult, Suggestion, TriageResult
-from grpo_debug.tools.paths import PathNotAllowed, default_roots, resolve_path
-from grpo_debug.tools.rules_view import RulePage, UnknownRuleError, find_rule, rule_page
+from grpo_debug.server.paths import PathNotAllowed, default_roots, resolve_path
+from grpo_debug.tools.rule_page import RulePage, UnknownRuleError, find_rule, rule_page
 
 # The engine (rule loading, triage, families, probes, rich rendering) is imported on first use, inside
 # the tool wrappers below: the MCP handshake and tools/list then cost little more than the SDK's own start.
@@ -39,7 +39,7 @@ def default_rules():
 
 
 def render_rule_markdown(rule):
-    from grpo_debug.tools.render import render_rule_markdown as _r
+    from grpo_debug.tools.render.triage import render_rule_markdown as _r
 
     return _r(rule)
 
@@ -57,7 +57,7 @@ def run_family(*a, **kw):
 
 
 def run_probe(**kw):
-    from grpo_debug.tools.probe_view import run_probe as _p
+    from grpo_debug.tools.probe_report import run_probe as _p
 
     return _p(**kw)
 
@@ -480,7 +480,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_a
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(description="A config or script file to read instead.")] = "",
     ) -> TriageResult:
-        from grpo_debug.tools.check import ConfigParseError, check_config
+        from grpo_debug.tools.check_config import ConfigParseError, check_config
 
         with _guard("check_config"):
             text, path = text_or_path(text, path, required=True)

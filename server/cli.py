@@ -141,14 +141,14 @@ def _print_triage(args: argparse.Namespace, result) -> int:
     if args.format == "json":
         _out(result.model_dump_json(indent=2))
     else:
-        from grpo_debug.tools.render import render_triage_text
+        from grpo_debug.tools.render.triage import render_triage_text
 
         _out(render_triage_text(result, color=_color(), width=_width()))
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from grpo_debug.tools.check import ConfigParseError, check_config
+    from grpo_debug.tools.check_config import ConfigParseError, check_config
     from grpo_debug.tools.triage import InputError
 
     text = path = None
@@ -164,7 +164,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from grpo_debug.tools.probe_view import run_probe
+    from grpo_debug.tools.probe_report import run_probe
 
     estimate = None
     if args.estimate:
@@ -214,7 +214,7 @@ def _rules():
 
 
 def cmd_rule(args: argparse.Namespace) -> int:
-    from grpo_debug.tools.rules_view import UnknownRuleError, find_rule, rule_page
+    from grpo_debug.tools.rule_page import UnknownRuleError, find_rule, rule_page
 
     try:
         rule = find_rule(_rules(), args.rule_id)
@@ -224,7 +224,7 @@ def cmd_rule(args: argparse.Namespace) -> int:
     if args.format == "json":
         _out(page.model_dump_json(indent=2))
     else:
-        from grpo_debug.tools.render import render_rule_text
+        from grpo_debug.tools.render.triage import render_rule_text
 
         _out(render_rule_text(page, color=_color(), width=_width()))
     return 0
@@ -278,7 +278,7 @@ def cmd_family(args: argparse.Namespace) -> int:
     if args.format == "json":
         _out(rep.model_dump_json(indent=2))
     else:
-        from grpo_debug.tools.render_family import render_family_text
+        from grpo_debug.tools.render.family import render_family_text
 
         _out(render_family_text(rep, width=_width()))
     return 0
@@ -364,7 +364,7 @@ def _read_token(args: argparse.Namespace) -> str | None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from grpo_debug.probes.cluster import check_address
     from grpo_debug.server.app import RAY_ADDRESS_ENV, TOKEN_ENV, build_server, is_loopback  # MCP SDK imported here
-    from grpo_debug.tools.paths import default_roots
+    from grpo_debug.server.paths import default_roots
 
     ray_address = args.ray_address or os.environ.get(RAY_ADDRESS_ENV) or None
     if ray_address:

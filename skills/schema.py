@@ -6,18 +6,18 @@ where the knowledge comes from (each source marked verified or not) and carries 
 negative examples. The layout follows semgrep (data-driven rules with test cases) and ruff (rule pages
 with what/why/fix sections); see ``reference/style_anchors.md``.
 
-Signals are evaluated by :mod:`grpo_debug.tools.match` against the facts the triage engine extracted:
+Signals are evaluated by :mod:`grpo_debug.tools.engine.match` against the facts the triage engine extracted:
 
 - ``regex``: a regular expression searched in every normalised log line.
 - ``event``: an extracted event kind (``cuda_oom``, ``traceback``, ...) optionally filtered by a regex
-  on its text (see :data:`grpo_debug.tools.events.EVENT_KINDS`).
+  on its text (see :data:`grpo_debug.tools.engine.events.EVENT_KINDS`).
 - ``detector``: a named detector over metric series (``nonfinite``, ``spike``, ``growth``, ...), see
-  :data:`grpo_debug.tools.detectors.DETECTORS`.
+  :data:`grpo_debug.tools.engine.detectors.DETECTORS`.
 - ``config``: a predicate over one config fact (from YAML/JSON, Hydra overrides, ``--flags``,
   ``key=value`` reprs, DeepSpeed config prints). ``key`` matches a fact whose normalised key equals
   it or ends with ``.<key>``; list several spellings in ``keys``.
 - ``check``: a named Python check over all config facts (batch arithmetic, GPU counts), see
-  :data:`grpo_debug.tools.checks.CHECKS`.
+  :data:`grpo_debug.tools.engine.config_checks.CHECKS`.
 - ``probe``: a predicate over an on-host probe fact (``grpo-debug probe``; facts of the host the
   server runs on, or of a probe report pasted in), e.g. ``ulimit_nofile lt 65535``.
 - ``query``: words that route a free-text question to this rule (used by ``suggest`` and the
@@ -52,7 +52,7 @@ class RegexSignal(_Strict):
 
 class EventSignal(_Strict):
     kind: Literal["event"] = "event"
-    event: str = Field(description="Event kind from tools/events.py, e.g. cuda_oom, traceback.")
+    event: str = Field(description="Event kind from tools/engine/events.py, e.g. cuda_oom, traceback.")
     message: str | None = Field(None, description="Optional regex over the event's text (all its lines).")
 
     @field_validator("message")
@@ -65,7 +65,7 @@ class EventSignal(_Strict):
 
 class DetectorSignal(_Strict):
     kind: Literal["detector"] = "detector"
-    detector: str = Field(description="Detector name from tools/detectors.py.")
+    detector: str = Field(description="Detector name from tools/engine/detectors.py.")
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -90,7 +90,7 @@ class ConfigSignal(_Strict):
 
 class CheckSignal(_Strict):
     kind: Literal["check"] = "check"
-    check: str = Field(description="Check name from tools/checks.py.")
+    check: str = Field(description="Check name from tools/engine/config_checks.py.")
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -149,6 +149,70 @@ class Fix(_Strict):
     safety_note: str = ""
 
 
+_RELEASE = re.compile(r"^(\d+(?:\.\d+)*)(?:\.?(a|b|rc|dev|post)(\d*))?$")
+
+
+def release_key(v: str) -> tuple | None:
+    """Sort key of a release number (``0.10.2``, ``0.9.0rc1``, ``0.8.0.dev``, ``0.3.0.post1``); None for ''.
+    Raises ValueError for anything else. Pre-releases sort before their release, post-releases after."""
+    if not v:
+        return None
+    m = _RELEASE.match(v.strip())
+    if not m:
+        raise ValueError(f"not a release number: {v!r}")
+    nums = tuple(int(x) for x in m.group(1).split("."))
+    nums = nums + (0,) * (4 - len(nums)) if len(nums) < 4 else nums
+    tag = {"dev": -3, "a": -2, "b": -1, "rc": -1, None: 0, "post": 1}[m.group(2)]
+    return nums + (tag, int(m.group(3) or 0))
+
+
+class VersionRange(_Strict):
+    """Releases of one framework where something holds: the half-open range ``[introduced_in, fixed_in)``.
+
+    ``introduced_in``: the first release where the mechanism (or a spelling) exists; empty = since the
+    earliest release. ``fixed_in``: the first release where it no longer holds (the fix, the removal);
+    empty = still holds in the newest release checked. Versions are the framework's own release numbers
+    (PEP 440 as on PyPI: ``0.7.0``, ``0.19.3``; Megatron's ``core_v0.18.0`` tag is written ``0.18.0``).
+    ``checked``: the releases the knowledge audit (scripts/audit_knowledge.py) looked at, or how the
+    bounds were confirmed (a PR, a tag); ``note``: what the bounds rest on, or why one is unknown.
+    Matching by version is not done here: a rule with no range for a framework claims every release.
+    """
+
+    introduced_in: str = ""
+    fixed_in: str = ""
+    checked: list[str] = Field(default_factory=list)
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "VersionRange":
+        lo, hi = release_key(self.introduced_in), release_key(self.fixed_in)
+        if lo and hi and lo >= hi:
+            raise ValueError(f"empty range [{self.introduced_in}, {self.fixed_in})")
+        return self
+
+
+class Identifier(_Strict):
+    """One spelling the rule names (a flag, config key, env var, metric or error text) and the releases of
+    ``framework`` where that spelling exists: the half-open range ``[since, until)`` (empty = open end).
+    A renamed flag is two entries, e.g. ``{name: --max_norm, framework: openrlhf, until: "0.10.2"}`` and
+    ``{name: --actor.max_norm, framework: openrlhf, since: "0.10.2"}``; ``replaced_by`` names the spelling
+    that takes over. Only spellings whose existence depends on the release need an entry; the audit
+    checks every other identifier a rule names against every release it looks at."""
+
+    name: str = Field(min_length=2)
+    framework: str = Field(min_length=2)
+    kind: Literal["flag", "key", "env", "metric", "message", "path"] = "flag"
+    since: str = ""
+    until: str = ""
+    replaced_by: str = ""
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Identifier":
+        VersionRange(introduced_in=self.since, fixed_in=self.until)
+        return self
+
+
 class Example(_Strict):
     name: str
     input: str
@@ -179,6 +243,12 @@ class Rule(_Strict):
     sources: list[Source] = Field(min_length=1)
     examples: list[Example] = Field(min_length=2)
     tags: list[str] = Field(default_factory=list)
+    versions: dict[str, VersionRange] = Field(
+        default_factory=dict,
+        description="Per framework (as in applies_to.frameworks): the releases [introduced_in, fixed_in) where "
+                    "the mechanism holds. See VersionRange.")
+    identifiers: list[Identifier] = Field(
+        default_factory=list, description="Spellings that exist only in some releases, with their ranges.")
 
     @field_validator("why", "what")
     @classmethod
@@ -192,6 +262,14 @@ class Rule(_Strict):
         kinds = {e.expect for e in self.examples}
         if kinds != {"match", "no_match"}:
             raise ValueError(f"rule {self.id}: needs at least one 'match' and one 'no_match' example")
+        return self
+
+    @model_validator(mode="after")
+    def _ranges_name_frameworks(self) -> "Rule":
+        named = set(self.applies_to.frameworks)
+        for fw in list(self.versions) + [i.framework for i in self.identifiers]:
+            if named and fw not in named:
+                raise ValueError(f"rule {self.id}: version data for {fw!r}, not in applies_to.frameworks")
         return self
 
     @property

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from grpo_debug.server.cli import main
-from grpo_debug.tools.check import ConfigParseError, check_config
-from grpo_debug.tools.config_facts import FactSet
+from grpo_debug.tools.check_config import ConfigParseError, check_config
+from grpo_debug.tools.engine.facts import FactSet
 from grpo_debug.tools.models import Finding, TriageResult
 from grpo_debug.tools.triage import build_context
 

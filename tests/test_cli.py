@@ -1,4 +1,4 @@
-"""The grpo-debug CLI (server/cli.py) and the text renderers (tools/render.py)."""
+"""The grpo-debug CLI (server/cli.py) and the text renderers (tools/render/triage.py)."""
 from __future__ import annotations
 
 import io
@@ -206,7 +206,7 @@ def test_rules_list(rule_pack, capsys):
 
 def test_every_packaged_rule_renders():
     from grpo_debug.skills.loader import load_rules
-    from grpo_debug.tools.render import render_rule_markdown, render_rule_text
+    from grpo_debug.tools.render.triage import render_rule_markdown, render_rule_text
 
     rules = list(load_rules(include_env=False))
     if not rules:
@@ -238,7 +238,7 @@ def _result() -> TriageResult:
 
 
 def test_render_triage_text():
-    from grpo_debug.tools.render import render_triage_text
+    from grpo_debug.tools.render.triage import render_triage_text
 
     out = render_triage_text(_result())
     for words in ("1. [nan_inf] Gradient norm is nan from step 9  (confidence: high)",
@@ -254,14 +254,14 @@ def test_render_triage_text():
 
 
 def test_render_empty_result():
-    from grpo_debug.tools.render import render_triage_text
+    from grpo_debug.tools.render.triage import render_triage_text
 
     out = render_triage_text(TriageResult(summary="nothing", coverage=Coverage(input="<text>")))
     assert "0 findings" in out and "Metrics" not in out
 
 
 def test_fmt_num():
-    from grpo_debug.tools.render import fmt_num
+    from grpo_debug.tools.render.triage import fmt_num
 
     assert [fmt_num(x) for x in (None, float("nan"), float("-inf"), 3.0, 0.41234, 123456.7, 2e-6)] == \
         ["-", "nan", "-inf", "3", "0.4123", "1.23e+05", "2e-06"]

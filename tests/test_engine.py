@@ -4,12 +4,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from grpo_debug.tools.config_facts import extract_facts
-from grpo_debug.tools.detectors import (flat, growth, length_cap, nonfinite, spike, step1_mismatch, threshold, vanished,
+from grpo_debug.tools.engine.facts import extract_facts
+from grpo_debug.tools.engine.detectors import (flat, growth, length_cap, nonfinite, spike, step1_mismatch, threshold, vanished,
                                         zero_reward)
-from grpo_debug.tools.events import extract_events
-from grpo_debug.tools.metrics import extract_metrics
-from grpo_debug.tools.normalize import normalize
+from grpo_debug.tools.engine.events import extract_events
+from grpo_debug.tools.engine.metrics import extract_metrics
+from grpo_debug.tools.engine.normalize import normalize
 
 
 def _metrics(text):
@@ -228,7 +228,7 @@ def test_prefilter_never_hides_a_match():
     import re
 
     from grpo_debug.skills.loader import default_rules
-    from grpo_debug.tools.stream import lines_matching
+    from grpo_debug.tools.engine.large_logs import lines_matching
     from grpo_debug.tools.triage import rule_patterns
 
     pats = rule_patterns(default_rules())
@@ -271,7 +271,7 @@ def test_zstd_log_is_read(tmp_path):
 
 def test_prefilter_keeps_caseless_and_anchored_events_in_large_logs():
     """Logs above the prefilter threshold: (?i:...) patterns stay caseless, ^ anchors at every line."""
-    from grpo_debug.tools.stream import PREFILTER_MIN_BYTES
+    from grpo_debug.tools.engine.large_logs import PREFILTER_MIN_BYTES
 
     filler = "INFO chatter line with nothing special in it at all\n" * (PREFILTER_MIN_BYTES // 50 + 10)
     text = filler + "Loss is NaN detected at step 5\n# ... no further output, hangs\n" + filler
@@ -281,7 +281,7 @@ def test_prefilter_keeps_caseless_and_anchored_events_in_large_logs():
 def test_stream_keeps_traceback_frames_across_chunk_boundaries(monkeypatch):
     import io
 
-    import grpo_debug.tools.stream as st
+    import grpo_debug.tools.engine.large_logs as st
 
     monkeypatch.setattr(st, "CHUNK", 4096)
     monkeypatch.setattr(st, "HEAD_LINES", 0)

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.types import ResourceTemplateReference
 
 from grpo_debug.server.app import MAX_TEXT_BYTES, build_server
-from grpo_debug.tools.paths import PathNotAllowed, default_roots, resolve_path
+from grpo_debug.server.paths import PathNotAllowed, default_roots, resolve_path
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from mcp import Client
 
 from grpo_debug.server.app import build_server
 from grpo_debug.server.cli import main
-from grpo_debug.tools.probe_view import findings_from_probe_facts, run_probe
+from grpo_debug.tools.probe_report import findings_from_probe_facts, run_probe
 
 
 def test_probe_cli_json_has_facts_or_reasons(capsys):

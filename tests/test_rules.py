@@ -9,10 +9,10 @@ import pytest
 from grpo_debug.skills.loader import SUBSYSTEMS, RuleBaseError, default_rules, load_rule_file, load_rules
 from grpo_debug.skills.schema import CheckSignal, DetectorSignal, EventSignal, QuerySignal, RegexSignal
 from grpo_debug.skills.symptoms import SYMPTOMS
-from grpo_debug.tools.checks import CHECKS
-from grpo_debug.tools.detectors import DETECTORS
-from grpo_debug.tools.events import EVENT_KINDS
-from grpo_debug.tools.match import evaluate
+from grpo_debug.tools.engine.config_checks import CHECKS
+from grpo_debug.tools.engine.detectors import DETECTORS
+from grpo_debug.tools.engine.events import EVENT_KINDS
+from grpo_debug.tools.engine.match import evaluate
 from grpo_debug.tools.triage import build_context
 
 RULES = default_rules()

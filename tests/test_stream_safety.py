@@ -1,4 +1,4 @@
-"""Tests for the CUDA stream-safety analyzer (tools/stream_safety.py).
+"""Tests for the CUDA stream-safety analyzer (tools/analyzers/cuda_streams/).
 
 Every check has a positive snippet and a near miss, usually the same code with the protection added.
 """
@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from grpo_debug.tools.stream_safety import StreamReport, analyze_code, analyze_config
+from grpo_debug.tools.analyzers.cuda_streams import StreamReport, analyze_code, analyze_config
 
 
 def run(src: str) -> StreamReport:
@@ -43,7 +43,7 @@ def test_code_without_streams_is_clean():
 def test_analyzer_imports_only_stdlib_and_pydantic():
     import ast
 
-    import grpo_debug.tools.stream_safety as mod
+    import grpo_debug.tools.analyzers.cuda_streams as mod
 
     tree = ast.parse(open(mod.__file__, encoding="utf-8").read())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

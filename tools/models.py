@@ -101,7 +101,7 @@ class TriageResult(BaseModel):
     truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
 
 
-# ---- the five seed tool families (tools/families.py) ----
+# ---- the five seed tool families (tools/families/) ----
 
 class Item(BaseModel):
     kind: str = Field(description="pattern, symptom, rule, fix, recommendation, chain, derivation, gpu, comparison, stream_finding")
@@ -148,7 +148,7 @@ class Suggestion(BaseModel):
     prompts: list[str] = Field(default_factory=list, description="MCP prompts with a guided flow for this.")
 
 
-# ---- probes (tools/probe_view.py) ----
+# ---- probes (tools/probe_report.py) ----
 
 class ProbeResult(BaseModel):
     summary: str

@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.config_facts import detect_frameworks, extract_facts
-from grpo_debug.tools.edits import applicable, edits_for_patch
-from grpo_debug.tools.events import extract_events
-from grpo_debug.tools.match import Context, RuleHit, evaluate
-from grpo_debug.tools.metrics import MetricTable, extract_metrics, is_finite
+from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
+from grpo_debug.tools.engine.edits import applicable, edits_for_patch
+from grpo_debug.tools.engine.events import extract_events
+from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
+from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
-from grpo_debug.tools.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
+from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
 
 MAX_INPUT_BYTES = 256 * 2**20
 MAX_EVIDENCE = 8
@@ -340,12 +340,12 @@ def _is_compressed(p: Path) -> bool:
 
 def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max_findings: int = 10,
                   progress=None) -> TriageResult:
-    """Triage a large or compressed log without holding it in memory (tools/stream.py prefilter).
+    """Triage a large or compressed log without holding it in memory (tools/engine/large_logs.py prefilter).
 
     ``progress(bytes_done, bytes_total)`` is called after each chunk. Raises InputError for an unreadable
     or undecodable (e.g. zstd without the zstandard package) file."""
     from grpo_debug.skills.schema import RegexSignal
-    from grpo_debug.tools.stream import scan_file
+    from grpo_debug.tools.engine.large_logs import scan_file
 
     rb = rules or default_rules()
     pats = [sig.pattern for r in rb for sig in r.match.signals() if isinstance(sig, RegexSignal)]

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from grpo_debug.skills.schema import Rule
 from grpo_debug.tools.models import Coverage, Finding, SeriesSummary, TriageResult
-from grpo_debug.tools.rules_view import RulePage, rule_page
+from grpo_debug.tools.rule_page import RulePage, rule_page
 
 DEFAULT_WIDTH = 100
 MAX_METRIC_ROWS = 12

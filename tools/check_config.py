@@ -11,7 +11,7 @@ import shlex
 import yaml
 
 from grpo_debug.skills.loader import RuleBase
-from grpo_debug.tools.config_facts import ConfigParseError, detect_frameworks, parse_document_strict
+from grpo_debug.tools.engine.facts import ConfigParseError, detect_frameworks, parse_document_strict
 from grpo_debug.tools.models import TriageResult
 from grpo_debug.tools.triage import read_input, triage_text
 

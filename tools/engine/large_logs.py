@@ -83,7 +83,7 @@ def _relax(p: str) -> str | None:
 
 def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
     """(pattern, caseless) for the prefilter: base markers, event patterns, rule regex signals."""
-    from grpo_debug.tools.events import EVENT_PATTERNS
+    from grpo_debug.tools.engine.events import EVENT_PATTERNS
 
     out = [(p, False) for p in BASE_MARKERS]
     out += [(p, "(?i" in p) for p in EVENT_PATTERNS.values()]

@@ -15,7 +15,7 @@ from grpo_debug.tools.models import Finding, ProbeResult
 def findings_from_probe_facts(facts: dict[str, Any], config_text: str = "", rules: RuleBase | None = None) -> list[Finding]:
     """Evaluate the rule base over probe facts (keys 'probe.x' -> signal fact 'x'), optionally together with
     a config/launch text (rules that combine a setting with a host fact, e.g. bf16 on a GPU without bf16)."""
-    from grpo_debug.tools.match import evaluate
+    from grpo_debug.tools.engine.match import evaluate
     from grpo_debug.tools.triage import _group, build_context
 
     rb = rules or default_rules()

@@ -33,7 +33,7 @@ import yaml
 
 _COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # node marks (line numbers) work with both
 
-from grpo_debug.tools.normalize import Line
+from grpo_debug.tools.engine.normalize import Line
 
 
 @dataclass(slots=True)

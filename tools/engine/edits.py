@@ -8,9 +8,9 @@ import json
 import re
 from typing import Any
 
-from grpo_debug.tools.config_facts import Fact, FactSet
+from grpo_debug.tools.engine.facts import Fact, FactSet
 from grpo_debug.tools.models import Edit
-from grpo_debug.tools.normalize import Line
+from grpo_debug.tools.engine.normalize import Line
 
 
 def _py(v: Any, like: str = "") -> str:

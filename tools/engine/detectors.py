@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable
 
-from grpo_debug.tools.metrics import MetricTable, Point, is_finite
+from grpo_debug.tools.engine.metrics import MetricTable, Point, is_finite
 
 GRAD_NORM = r"grad.?norm"
 ENTROPY = r"(?<!val-)entropy(?!_coe?f)"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def render_family_text(rep, width: int | None = None) -> str:
-    """A FamilyReport (tools/families.py) as plain text: summary, GPU, items, findings, notes."""
+    """A FamilyReport (tools/families/) as plain text: summary, GPU, items, findings, notes."""
     import textwrap
 
     w = width or 100

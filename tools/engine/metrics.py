@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from grpo_debug.tools.normalize import Line
+from grpo_debug.tools.engine.normalize import Line
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?"
 

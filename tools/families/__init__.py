@@ -340,7 +340,7 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
     items: list[Item] = []
     notes: list[str] = []
     try:
-        from grpo_debug.tools import stream_safety as ss
+        from grpo_debug.tools.analyzers import cuda_streams as ss
     except ImportError:  # analyzer not available in this build
         ss = None
     if ss is not None and (_is_python(src) or (path or "").endswith(".py")):

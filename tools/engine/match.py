@@ -15,12 +15,12 @@ from typing import Any
 
 from grpo_debug.skills.schema import (CheckSignal, ConfigSignal, DetectorSignal, EventSignal, Match, ProbeSignal,
                                       QuerySignal, RegexSignal, Rule)
-from grpo_debug.tools.checks import CHECKS
-from grpo_debug.tools.config_facts import FactSet
-from grpo_debug.tools.detectors import DETECTORS
-from grpo_debug.tools.events import Event
-from grpo_debug.tools.metrics import MetricTable
-from grpo_debug.tools.normalize import Line
+from grpo_debug.tools.engine.config_checks import CHECKS
+from grpo_debug.tools.engine.facts import FactSet
+from grpo_debug.tools.engine.detectors import DETECTORS
+from grpo_debug.tools.engine.events import Event
+from grpo_debug.tools.engine.metrics import MetricTable
+from grpo_debug.tools.engine.normalize import Line
 
 CONF_WEIGHT = {"high": 3.0, "medium": 2.0, "low": 1.0}
 KIND_WEIGHT = {"event": 1.5, "detector": 1.5, "check": 1.5, "probe": 1.5, "config": 1.0, "regex": 1.0, "query": 0.5}
@@ -42,7 +42,7 @@ class Context:
         """Indices of lines that may match ``pattern``: all rule regexes run in one multi-pattern pass over
         the log (tools/stream.lines_matching) the first time any is asked for; None = scan every line."""
         if self._regex_hits is None:
-            from grpo_debug.tools.stream import lines_matching
+            from grpo_debug.tools.engine.large_logs import lines_matching
 
             pats = self.patterns or [(pattern, ignore_case)]
             res = lines_matching(pats, [ln.text for ln in self.lines])

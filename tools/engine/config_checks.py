@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from grpo_debug.tools.config_facts import Fact, FactSet
+from grpo_debug.tools.engine.facts import Fact, FactSet
 
 Result = tuple[list[int], str] | tuple[list[int], str, dict[str, Any]] | None
 """(evidence lines, message[, patch computed for this input: key -> new value])"""

@@ -1,0 +1,1 @@
+"""Human text for each result type (rich renderables); JSON is the models' own dump."""
