@@ -12,21 +12,14 @@ import os
 import sys
 from typing import Sequence
 
+from grpo_debug.server import example_names, example_path, find_skill_md, version
+
 PROG = "grpo-debug"
 DEFAULT_EXAMPLE = "verl_grpo_nan"
 
 
 class CliError(Exception):
     """A problem the user can fix; printed as one line, exit status 2."""
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("grpo-debug")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown"
 
 
 def _positive_int(s: str) -> int:
@@ -55,27 +48,6 @@ def _out(s: str) -> None:
     sys.stdout.write(s if s.endswith("\n") else s + "\n")
 
 
-# ---------------------------------------------------------------------------- examples
-
-def example_names() -> list[str]:
-    from importlib.resources import files
-
-    root = files("grpo_debug.tools").joinpath("examples")
-    return sorted(p.name[:-4] for p in root.iterdir() if p.name.endswith(".log"))
-
-
-def example_path(name: str) -> str:
-    """Filesystem path of a bundled example log (by name, with or without .log)."""
-    from importlib.resources import files
-
-    stem = name[:-4] if name.endswith(".log") else name
-    names = example_names()
-    if stem not in names:
-        raise CliError(f"no bundled example {name!r}; available: {', '.join(names) or 'none'}")
-    # package data lies on disk for source, editable and wheel installs (never zipped)
-    return str(files("grpo_debug.tools").joinpath("examples", f"{stem}.log"))
-
-
 # ---------------------------------------------------------------------------- commands
 
 def cmd_triage(args: argparse.Namespace) -> int:
@@ -88,7 +60,10 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
     text = path = None
     if args.example is not None:
-        path = example_path(args.example)
+        found = example_path(args.example)
+        if found is None:
+            raise CliError(f"no bundled example {args.example!r}; available: {', '.join(example_names()) or 'none'}")
+        path = str(found)
         label = f"example {args.example}"
     elif args.path == "-":
         if sys.stdin is None:
@@ -224,7 +199,7 @@ def cmd_rule(args: argparse.Namespace) -> int:
     if args.format == "json":
         _out(page.model_dump_json(indent=2))
     else:
-        from grpo_debug.tools.render.triage import render_rule_text
+        from grpo_debug.tools.render.rule import render_rule_text
 
         _out(render_rule_text(page, color=_color(), width=_width()))
     return 0
@@ -251,9 +226,6 @@ def cmd_rules(args: argparse.Namespace) -> int:
     for r in rules:
         _out(f"{r.id:<{w_id}}  {r.symptom:<{w_sym}}  {r.title}")
     return 0
-
-
-FAMILY_NAMES = ("playbook", "nan_guide", "muon_clipping", "stream_safety", "knowledge_map")
 
 
 def cmd_family(args: argparse.Namespace) -> int:
@@ -284,18 +256,16 @@ def cmd_family(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_family_parser(sub, family: str, help_text: str) -> None:
-    from_ops = {"playbook": "playbook symptoms fixes gpu", "nan_guide": "check diagnose avoid gpu",
-                "muon_clipping": "check diagnose avoid gpu", "stream_safety": "map analyze compare gpu",
-                "knowledge_map": "theory bug decision proof cross gpu"}[family].split()
-    fp = sub.add_parser(family, aliases=[family.replace("_", "-")], help=help_text, description=help_text)
-    fp.add_argument("operation", choices=[*from_ops, "rtx4090"], help="sub-command (rtx4090 = gpu for the RTX 4090)")
+def _add_family_parser(sub, spec) -> None:
+    """One sub-command per family (``tools/families``' catalogue): OPERATION [INPUT ...] [--text] [--gpu]."""
+    fp = sub.add_parser(spec.name, aliases=[spec.name.replace("_", "-")], help=spec.help, description=spec.help)
+    fp.add_argument("operation", choices=spec.choices, help="sub-command (rtx4090 = gpu for the RTX 4090)")
     fp.add_argument("input", nargs="*", metavar="INPUT",
                     help="a file (config, launch script, log, Python snippet) or words (symptoms, a bug number, a rule id)")
     fp.add_argument("--text", help="input as text instead of a file")
     fp.add_argument("--gpu", help="GPU id or name (rtx4090, a100_80gb, h100_sxm, mi300x, ...)")
     fp.add_argument("--format", choices=("text", "json"), default="text")
-    fp.set_defaults(func=cmd_family, family=family)
+    fp.set_defaults(func=cmd_family, family=spec.name)
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
@@ -317,8 +287,6 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 def cmd_skill(args: argparse.Namespace) -> int:
     """Copy SKILL.md to DIR/grpo-debug/SKILL.md (default .claude/skills), where agents look for skills."""
-    from grpo_debug.server.app import find_skill_md
-
     src = find_skill_md()
     if src is None:
         raise CliError("SKILL.md is not shipped with this installation")
@@ -417,34 +385,8 @@ def _port(s: str) -> int:
 
 # ---------------------------------------------------------------------------- parser
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description="Diagnose RL post-training runs of LLMs (GRPO/PPO on verl, slime, OpenRLHF, TRL, "
-                    "Megatron-LM, DeepSpeed) from logs, configs and launch scripts.")
-    p.add_argument("--version", action="version", version=f"{PROG} {_version()}")
-    p.add_argument("--debug", action="store_true", help="show a traceback on internal errors")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    t = sub.add_parser("triage", help="triage a training log, config or launch script",
-                       description="Find what broke in a run: findings with the lines that prove them, "
-                                   "the cause and the fix.")
-    t.add_argument("path", nargs="?", metavar="PATH", help="file to read, or '-' for stdin")
-    t.add_argument("--example", nargs="?", const=DEFAULT_EXAMPLE, metavar="NAME",
-                   help=f"triage a bundled example log instead (default {DEFAULT_EXAMPLE})")
-    t.add_argument("--format", choices=("text", "json"), default="text")
-    t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
-                   help="at most N findings (1-100, default 10)")
-    t.set_defaults(func=cmd_triage)
-
-    c = sub.add_parser("check", help="check a config or launch script: what the settings will cause, exact edits",
-                       description="Check a verl/Hydra YAML, DeepSpeed JSON, accelerate YAML, TRL/HF args or a launch "
-                                   "script (slime, Megatron, OpenRLHF, verl overrides) against the rule base.")
-    c.add_argument("path", metavar="PATH", help="file to read, or '-' for stdin")
-    c.add_argument("--format", choices=("text", "json"), default="text")
-    c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
-    c.set_defaults(func=cmd_check)
-
+def _add_probe_parser(sub) -> None:
+    """The ``probe`` sub-command: host facts, numerics, checkpoint, tokenizer, memory estimate."""
     pr = sub.add_parser("probe", help="read this host: environment, GPUs (NVML), numerics, checkpoint, tokenizer, memory",
                         description="On-host facts as values or 'unknown' with the reason; rules over them. Read-only "
                                     "unless --numerics (a torch subprocess; GPUs only with --device cuda when free).")
@@ -476,35 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--format", choices=("text", "json"), default="text")
     pr.set_defaults(func=cmd_probe)
 
-    r = sub.add_parser("rule", help="show one rule: what, why, fix, sources",
-                       description="Show one rule of the knowledge base.")
-    r.add_argument("rule_id", metavar="ID")
-    r.add_argument("--format", choices=("text", "json"), default="text")
-    r.set_defaults(func=cmd_rule)
 
-    rs = sub.add_parser("rules", help="list rule ids with symptom and title")
-    rs.add_argument("--symptom", metavar="CODE", help="only rules for this symptom code")
-    rs.add_argument("--format", choices=("text", "json"), default="text")
-    rs.set_defaults(func=cmd_rules)
-
-    for fam, h in (("playbook", "GRPO debug playbook: pattern classes, symptom map, fixes, GPU report"),
-                   ("nan_guide", "NaN/Inf guide: check a config, diagnose symptoms or a log, avoid, GPU"),
-                   ("muon_clipping", "Muon vs global clipping: check, diagnose, avoid (config patch), GPU"),
-                   ("stream_safety", "CUDA stream safety: map, analyze a config or Python snippet, compare, GPU"),
-                   ("knowledge_map", "theory, bug chain, decision, proof, cross-framework, GPU")):
-        _add_family_parser(sub, fam, h)
-
-    sg = sub.add_parser("suggest", help="which tool, operation and rules to try for a question")
-    sg.add_argument("words", nargs="+", metavar="WORDS")
-    sg.add_argument("--format", choices=("text", "json"), default="text")
-    sg.set_defaults(func=cmd_suggest)
-
-    sk = sub.add_parser("skill", help="install the Agent Skill (SKILL.md) where agents look for it")
-    sk.add_argument("action", choices=("install",))
-    sk.add_argument("--dir", default=os.path.join(".claude", "skills"),
-                    help="skills folder (default .claude/skills); SKILL.md goes to DIR/grpo-debug/")
-    sk.set_defaults(func=cmd_skill)
-
+def _add_serve_parser(sub) -> None:
+    """The ``serve`` sub-command: the MCP server over stdio or streamable HTTP."""
     s = sub.add_parser("serve", help="run the MCP server (stdio, or streamable HTTP)",
                        description="Run the MCP server (tools triage, check_config, probe_host, the families, suggest, "
                                    "explain_rule; rule:// resources) over stdio, for Claude Code, Cursor, VS Code and "
@@ -528,6 +444,66 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the Ray cluster probe_host(cluster=true) fans out over (HOST:PORT, ray://HOST:PORT or auto; "
                         "also $GRPO_DEBUG_RAY_ADDRESS); clients can never name another address")
     s.set_defaults(func=cmd_serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Diagnose RL post-training runs of LLMs (GRPO/PPO on verl, slime, OpenRLHF, TRL, "
+                    "Megatron-LM, DeepSpeed) from logs, configs and launch scripts.")
+    p.add_argument("--version", action="version", version=f"{PROG} {version()}")
+    p.add_argument("--debug", action="store_true", help="show a traceback on internal errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    t = sub.add_parser("triage", help="triage a training log, config or launch script",
+                       description="Find what broke in a run: findings with the lines that prove them, "
+                                   "the cause and the fix.")
+    t.add_argument("path", nargs="?", metavar="PATH", help="file to read, or '-' for stdin")
+    t.add_argument("--example", nargs="?", const=DEFAULT_EXAMPLE, metavar="NAME",
+                   help=f"triage a bundled example log instead (default {DEFAULT_EXAMPLE})")
+    t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
+                   help="at most N findings (1-100, default 10)")
+    t.set_defaults(func=cmd_triage)
+
+    c = sub.add_parser("check", help="check a config or launch script: what the settings will cause, exact edits",
+                       description="Check a verl/Hydra YAML, DeepSpeed JSON, accelerate YAML, TRL/HF args or a launch "
+                                   "script (slime, Megatron, OpenRLHF, verl overrides) against the rule base.")
+    c.add_argument("path", metavar="PATH", help="file to read, or '-' for stdin")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
+    c.set_defaults(func=cmd_check)
+
+    _add_probe_parser(sub)
+
+    r = sub.add_parser("rule", help="show one rule: what, why, fix, sources",
+                       description="Show one rule of the knowledge base.")
+    r.add_argument("rule_id", metavar="ID")
+    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.set_defaults(func=cmd_rule)
+
+    rs = sub.add_parser("rules", help="list rule ids with symptom and title")
+    rs.add_argument("--symptom", metavar="CODE", help="only rules for this symptom code")
+    rs.add_argument("--format", choices=("text", "json"), default="text")
+    rs.set_defaults(func=cmd_rules)
+
+    from grpo_debug.tools.families import FAMILY_SPECS  # the catalogue only: no engine
+
+    for spec in FAMILY_SPECS.values():
+        _add_family_parser(sub, spec)
+
+    sg = sub.add_parser("suggest", help="which tool, operation and rules to try for a question")
+    sg.add_argument("words", nargs="+", metavar="WORDS")
+    sg.add_argument("--format", choices=("text", "json"), default="text")
+    sg.set_defaults(func=cmd_suggest)
+
+    sk = sub.add_parser("skill", help="install the Agent Skill (SKILL.md) where agents look for it")
+    sk.add_argument("action", choices=("install",))
+    sk.add_argument("--dir", default=os.path.join(".claude", "skills"),
+                    help="skills folder (default .claude/skills); SKILL.md goes to DIR/grpo-debug/")
+    sk.set_defaults(func=cmd_skill)
+
+    _add_serve_parser(sub)
     return p
 
 

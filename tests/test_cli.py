@@ -206,7 +206,7 @@ def test_rules_list(rule_pack, capsys):
 
 def test_every_packaged_rule_renders():
     from grpo_debug.skills.loader import load_rules
-    from grpo_debug.tools.render.triage import render_rule_markdown, render_rule_text
+    from grpo_debug.tools.render.rule import render_rule_markdown, render_rule_text
 
     rules = list(load_rules(include_env=False))
     if not rules:
@@ -261,7 +261,7 @@ def test_render_empty_result():
 
 
 def test_fmt_num():
-    from grpo_debug.tools.render.triage import fmt_num
+    from grpo_debug.tools.render.text import fmt_num
 
     assert [fmt_num(x) for x in (None, float("nan"), float("-inf"), 3.0, 0.41234, 123456.7, 2e-6)] == \
         ["-", "nan", "-inf", "3", "0.4123", "1.23e+05", "2e-06"]

@@ -1,0 +1,234 @@
+"""What the five families share: rule selectors, query ranking, rule items, and the check / diagnose /
+avoid / gpu operations that several families offer over their own selection of rules."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from grpo_debug.skills.knowledge import GpuSpec, find_gpu, gpu_specs
+from grpo_debug.skills.loader import RuleBase
+from grpo_debug.skills.schema import QuerySignal, Rule
+from grpo_debug.tools.errors import FamilyError
+from grpo_debug.tools.families import FAMILY_SPECS, SEED_GPU, SEED_OPERATION_ALIASES
+from grpo_debug.tools.models import FamilyReport, Finding, Item
+from grpo_debug.tools.triage import read_input, triage_text
+
+PATTERN_CLASSES = ("cuda_stream_safety", "muon_clipping", "discrete_decision_mismatch", "lora_distortion",
+                   "execution_overlap_oom", "singleton_degeneration", "moe_fp16_nan")
+
+
+
+# ---- selectors: which rules a family looks at (views, not knowledge) ---------------------------------
+
+def _text_of(r: Rule) -> str:
+    return " ".join([r.id, r.title, r.what, " ".join(r.tags), " ".join(r.seed_refs), r.pattern_class or ""]).lower()
+
+
+FAMILY_SELECTORS: dict[str, Callable[[Rule], bool]] = {
+    "nan_guide": lambda r: r.symptom == "nan_inf" or r.pattern_class == "moe_fp16_nan"
+    or bool(re.search(r"\bnan\b|fp16|precision|overflow|clipping", _text_of(r))),
+    "muon_clipping": lambda r: r.pattern_class == "muon_clipping" or "muon" in _text_of(r),
+    "stream_safety": lambda r: r.pattern_class in ("cuda_stream_safety", "execution_overlap_oom")
+    or bool(re.search(r"record_stream|overlap_comm|stream", _text_of(r))),
+    "playbook": lambda r: True,
+    "knowledge_map": lambda r: True,
+}
+
+_STATUS_ORDER = {"verified": 0, "partial": 1, "unverified": 2, "not_found": 3}
+
+
+def best_status(rule: Rule) -> str:
+    return min((s.status for s in rule.sources), key=lambda s: _STATUS_ORDER[s])
+
+
+def _rule_item(r: Rule, kind: str = "rule", body: str | None = None, **fields: Any) -> Item:
+    return Item(kind=kind, id=r.id, title=r.title, body=body if body is not None else r.why,
+                fields={"symptom": r.symptom, "fix": r.fix.summary, "confidence": r.confidence,
+                        "frameworks": r.applies_to.frameworks, "seed_refs": r.seed_refs, **fields},
+                verification=best_status(r))
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_#.+-]{2,}", text.lower()) if w not in _STOP}
+
+
+_STOP = {"the", "and", "for", "with", "in", "on", "of", "to", "is", "my", "a", "an", "at", "it", "after", "when",
+         "what", "why", "how", "does", "do", "run", "training", "train", "grpo", "i", "we", "our", "be", "are"}
+
+
+def rank_rules_for_query(text: str, rules: list[Rule]) -> list[tuple[float, Rule]]:
+    """Score rules against free text: query-signal phrases (x3), seed bug numbers and ids (x4), then
+    word overlap with title/what/tags. Highest first; zero scores dropped."""
+    low = text.lower()
+    words = _words(text)
+    out = []
+    for r in rules:
+        score = 0.0
+        for s in r.match.signals():
+            if isinstance(s, QuerySignal):
+                score += 3 * sum(1 for t in s.terms if t.lower() in low)
+        if r.id in low:
+            score += 6
+        nums = {n for src in r.sources for n in re.findall(r"(?:#|/(?:issues|pull)/)(\d{2,6})\b", src.ref + " " + src.note)}
+        nums |= {n for ref in r.seed_refs for n in re.findall(r"#(\d{2,6})", ref)}
+        score += 4 * sum(1 for n in nums if re.search(rf"(?<![\w.]){n}(?!\d)", low))
+        score += len(words & _words(r.title + " " + r.what + " " + " ".join(r.tags)))
+        if score > 0:
+            out.append((score, r))
+    out.sort(key=lambda x: (-x[0], x[1].id))
+    return out
+
+
+def _looks_like_log_or_config(text: str) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return len(lines) >= 3 or bool(re.search(r"step[: ]\d|Traceback|Error:|^\s*[\w.]+=|--\w|^\s*\{|^\s*\w+:\s", text, re.M))
+
+
+def _engine_findings(text: str | None, path: str | None, keep: Callable[[Finding], bool] | None = None,
+                     rules: RuleBase | None = None) -> tuple[list[Finding], str]:
+    s, label, skipped, hint = read_input(text, path)
+    res = triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules)
+    fs = [f for f in res.findings if keep is None or keep(f)]
+    return fs, res.summary
+
+
+def _resolve_gpu(gpu: str | None, default: str | None = None) -> GpuSpec | None:
+    name = gpu or default
+    if not name:
+        return None
+    spec = find_gpu(name)
+    if spec is None:
+        known = ", ".join(sorted(gpu_specs()))
+        raise FamilyError(f"unknown GPU {name!r}; use one of: {known}")
+    return spec
+
+
+# ---- GPU-specific risks: derived from the spec fields and the rule base ----------------------------
+
+def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
+    """Risks for ``spec`` as seen by ``family``: spec-derived checks plus the rules that name this GPU."""
+    items: list[Item] = [Item(kind="gpu", id=spec.id, title=spec.name,
+                              body=f"{spec.memory_gb:g} GB {spec.memory_type}, {spec.arch} (CC {spec.compute_capability}), "
+                                   f"bf16={'yes' if spec.bf16 else 'no'}, fp8={'yes' if spec.fp8 else 'no'}, {spec.interconnect}",
+                              fields=spec.model_dump(exclude={"sources"}),
+                              verification=min((s.status for s in spec.sources), key=lambda s: _STATUS_ORDER[s]))]
+    sel = FAMILY_SELECTORS[family]
+    names = {spec.id, *(a.lower() for a in spec.aliases)}
+    for r in rb:
+        text = _text_of(r) + " " + r.applies_to.hardware.lower() + " " + " ".join(
+            t for s in r.match.signals() if isinstance(s, QuerySignal) for t in s.terms)
+        if sel(r) and any(re.search(rf"\b{re.escape(n)}\b", text) for n in names):
+            items.append(_rule_item(r, kind="gpu_rule"))
+    if not spec.bf16:
+        for r in rb:
+            if sel(r) and re.search(r"bf16|fp16|precision", _text_of(r)):
+                items.append(_rule_item(r, kind="gpu_risk", body=f"{spec.name} has no bf16: training falls back to fp16 "
+                                        f"with loss scaling, so fp16 overflow risks apply. {r.why}"))
+    if "no nvlink" in spec.interconnect.lower() and family in ("playbook", "stream_safety", "knowledge_map"):
+        items.append(Item(kind="gpu_risk", id=f"{spec.id}-pcie-only", title="No NVLink: collectives and weight sync cross PCIe",
+                          body="Tensor-parallel all-reduce, FSDP/ZeRO gathers and actor-to-rollout weight sync run over PCIe; "
+                               "prefer data parallel over TP within a node, and keep weight-sync groups small.",
+                          fields={"interconnect": spec.interconnect}, verification="unverified"))
+    if spec.memory_gb <= 24 and family in ("playbook", "nan_guide", "knowledge_map"):
+        for r in rb:
+            if r.symptom == "cuda_oom" and sel(r) and r.kind == "guidance":
+                items.append(_rule_item(r, kind="gpu_risk"))
+    seen: set[tuple[str, str]] = set()
+    uniq = []
+    for it in items:
+        if (it.kind, it.id) not in seen:
+            seen.add((it.kind, it.id))
+            uniq.append(it)
+    return uniq
+
+
+# ---- families --------------------------------------------------------------------------------------
+
+def _need(text: str | None, path: str | None, what: str, family: str, op: str) -> None:
+    if not text and not path:
+        raise FamilyError(f"{family} {op} needs input: {what} (as `text`, or a file as `path`)")
+
+
+def _family_rules(rb: RuleBase, family: str) -> list[Rule]:
+    return [r for r in rb if FAMILY_SELECTORS[family](r)]
+
+
+def _check(family: str, text, path, rb) -> FamilyReport:
+    _need(text, path, "a config, launch script or log", family, "check")
+    ids = {r.id for r in _family_rules(rb, family)}
+    fs, _ = _engine_findings(text, path, rules=rb)
+    fs = [f.model_copy(update={"causes": [c for c in f.causes if c.rule_id in ids]}) for f in fs]
+    fs = [f for f in fs if f.causes]
+    summary = (f"{len(fs)} {family.replace('_', ' ')} risk(s) in the input: " + "; ".join(f"{f.symptom} ({f.causes[0].rule_id})" for f in fs[:3])
+               if fs else f"No {family.replace('_', ' ')} risk matched the input. Rules checked: {len(ids)}.")
+    return FamilyReport(family=family, operation="check", summary=summary, findings=fs,
+                        rules=sorted({c.rule_id for f in fs for c in f.causes}))
+
+
+def _diagnose(family: str, text, path, rb) -> FamilyReport:
+    _need(text, path, "symptom words or a log", family, "diagnose")
+    rules = _family_rules(rb, family)
+    if path or _looks_like_log_or_config(text or ""):
+        rep = _check(family, text, path, rb)
+        rep.operation = "diagnose"
+        if rep.findings:
+            return rep
+    ranked = rank_rules_for_query(text or "", rules)[:8]
+    items = [_rule_item(r, kind="cause", score=s) for s, r in ranked]
+    summary = ("Most likely causes for the described symptoms: " + "; ".join(f"{it.title} ({it.id})" for it in items[:3])
+               if items else "No rule of this family matches the description; try triage with the log itself.")
+    return FamilyReport(family=family, operation="diagnose", summary=summary, items=items, rules=[i.id for i in items])
+
+
+def _avoid(family: str, text, path, rb) -> FamilyReport:
+    rules = _family_rules(rb, family)
+    if text or path:
+        src = text if text else read_input(None, path)[0]
+        ranked = [r for _, r in rank_rules_for_query(src, rules)] or rules
+    else:
+        ranked = sorted(rules, key=lambda r: (r.kind != "guidance", -r.priority, r.id))
+    items, patch = [], {}
+    for r in ranked[:12]:
+        items.append(_rule_item(r, kind="recommendation", body=r.fix.summary, why=r.why, patch=r.fix.patch,
+                                safety=r.fix.safety))
+        for k, v in (r.fix.patch or {}).items():
+            patch.setdefault(k, v)
+    summary = f"{len(items)} recommendation(s)" + (" with a combined config patch." if patch else ".")
+    notes = ["Patch keys are as each rule names them (verl dotted keys, DeepSpeed JSON keys, Megatron/slime flags); "
+             "apply only those of your framework."] if patch else []
+    return FamilyReport(family=family, operation="avoid", summary=summary, items=items, rules=[i.id for i in items],
+                        notes=notes + ([f"combined patch: {patch}"] if patch else []))
+
+
+def _gpu(family: str, gpu: str | None, rb) -> FamilyReport:
+    spec = _resolve_gpu(gpu, SEED_GPU)
+    items = gpu_items(spec, family, rb)
+    n = len([i for i in items if i.kind != "gpu"])
+    return FamilyReport(family=family, operation="gpu", gpu=spec, items=items,
+                        rules=[i.id for i in items if i.kind in ("gpu_rule", "gpu_risk") and i.id in rb.rules],
+                        summary=f"{spec.name}: {spec.memory_gb:g} GB, CC {spec.compute_capability}, "
+                                f"bf16 {'yes' if spec.bf16 else 'no'}; {n} {family.replace('_', ' ')} item(s) for this GPU.",
+                        notes=["GPU spec sources: " + "; ".join(f"[{s.status}] {s.ref}" for s in spec.sources)])
+
+
+def _op(family: str, operation: str) -> str:
+    """The operation's canonical name (seed aliases resolved); FamilyError when the family has no such operation."""
+    op = SEED_OPERATION_ALIASES.get(operation, operation)
+    spec = FAMILY_SPECS[family]
+    if op not in spec.operations:
+        raise FamilyError(f"{family}: unknown operation {operation!r}; use one of {', '.join(spec.operations)} "
+                          f"(or {', '.join(SEED_OPERATION_ALIASES)})")
+    return op
+
+
+def _frameworks_table(rs: list[Rule]) -> list[Item]:
+    by_fw: dict[str, list[Rule]] = {}
+    for r in rs:
+        for fw in r.applies_to.frameworks or ["(any)"]:
+            by_fw.setdefault(fw, []).append(r)
+    return [Item(kind="comparison", id=fw, title=fw, body="; ".join(r.title for r in v),
+                 fields={"rules": [r.id for r in v], "mechanisms": [r.why for r in v],
+                         "fixes": [r.fix.summary for r in v]},
+                 verification=min((best_status(r) for r in v), key=lambda s: _STATUS_ORDER[s]))
+            for fw, v in sorted(by_fw.items())]
+

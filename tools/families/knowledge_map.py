@@ -1,0 +1,102 @@
+"""The algorithm-infra knowledge map (seed tool 5): theory, bug chain, decision, proof, cross-framework, GPU."""
+from __future__ import annotations
+
+import re
+
+from grpo_debug.skills.knowledge import Derivation, derivations
+from grpo_debug.skills.loader import RuleBase, default_rules
+from grpo_debug.skills.schema import Rule
+from grpo_debug.skills.symptoms import SYMPTOMS
+from grpo_debug.tools.families.common import (PATTERN_CLASSES, _STATUS_ORDER, _frameworks_table, _gpu, _need, _op,
+                                             _rule_item, _words, best_status, rank_rules_for_query)
+from grpo_debug.tools.models import FamilyReport, Item
+from grpo_debug.tools.triage import read_input
+
+
+def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation], str | None]:
+    """Rules, derivations and a pattern class/symptom named by free text (id, bug number, class, words)."""
+    low = (text or "").lower().strip()
+    ders = derivations()
+    pc = next((p for p in PATTERN_CLASSES if p in low.replace(" ", "_") or p.replace("_", " ") in low), None) or next(
+        (p for p in PATTERN_CLASSES if any(len(w) > 4 and w not in ("safety", "decision", "execution") and re.search(rf"\b{w}", low)
+                                           for w in p.split("_"))), None)
+    sym = next((c for c in SYMPTOMS if c in low), None)
+    if low in rb.rules:
+        rs = [rb.rules[low]]
+    elif pc:
+        rs = rb.by_pattern_class(pc)
+    else:
+        rs = [r for _, r in rank_rules_for_query(text, list(rb))][:5]
+        if sym and not rs:
+            rs = rb.by_symptom(sym)
+    ids = {r.id for r in rs}
+    ds = [d for d in ders.values() if d.id in low or (pc and d.topic == pc) or (sym and d.topic == sym)
+          or ids & set(d.rules)]
+    if not ds:
+        ds = [d for d in ders.values() if _words(d.title + " " + d.topic.replace("_", " ") + " " + d.id.replace("-", " ")) & _words(low)]
+    return rs, ds, pc or sym
+
+
+def _derivation_item(d: Derivation) -> Item:
+    return Item(kind="derivation", id=d.id, title=d.title, body=d.statement,
+                fields={"steps": d.steps, "result": d.result, "topic": d.topic, "rules": d.rules,
+                        "per_framework": [p.model_dump() for p in d.per_framework]},
+                verification=min((s.status for s in d.sources), key=lambda s: _STATUS_ORDER[s]))
+
+
+def knowledge_map(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
+                  rules: RuleBase | None = None) -> FamilyReport:
+    """Algorithm-infra knowledge map (seed tool 5): theory -> bug -> decision chains, proofs, cross-framework."""
+    rb = rules or default_rules()
+    op = _op("knowledge_map", operation)
+    if op == "gpu":
+        return _gpu("knowledge_map", gpu, rb)
+    if path and not text:
+        text = read_input(None, path)[0]
+    ders = derivations()
+    if op == "proof":
+        if text:
+            _, ds, _ = _resolve_topic(text, rb)
+        else:
+            ds = list(ders.values())
+        items = [_derivation_item(d) for d in ds]
+        return FamilyReport(family="knowledge_map", operation=op, items=items, rules=sorted({r for d in ds for r in d.rules}),
+                            summary=(f"{len(items)} derivation(s): " + "; ".join(d.title for d in ds[:3])) if items
+                            else f"No derivation matches {text!r}; available: {', '.join(ders) or 'none'}.")
+    if op == "cross":
+        topic = text or "cuda_stream_safety"
+        rs, _, name = _resolve_topic(topic, rb)
+        items = _frameworks_table(rs)
+        return FamilyReport(family="knowledge_map", operation=op, items=items, rules=[r.id for r in rs],
+                            summary=f"{name or topic}: {len(rs)} rule(s) across {len(items)} framework(s).")
+    _need(text, None, {"theory": "a bug, pattern class or symptom", "bug": "a bug number (#8061) or rule id",
+                       "decision": "a seed rule ('MUST DO 7') or rule id"}[op], "knowledge_map", op)
+    if op == "decision":
+        m = re.search(r"must\s*(do|not)\s*(\d+)", text.lower())
+        if m:
+            tag = f"MUST {'DO' if m.group(1) == 'do' else 'NOT'} {m.group(2)}"
+            rs = [r for r in rb if any(ref.upper() == tag for ref in r.seed_refs)]
+        else:
+            rs, _, _ = _resolve_topic(text, rb)
+    else:
+        rs, _, _ = _resolve_topic(text, rb)
+    items: list[Item] = []
+    for r in rs:
+        ds = [d for d in ders.values() if r.id in d.rules]
+        if op == "theory":
+            items.append(_rule_item(r, kind="theory", body=r.why))
+        elif op == "bug":
+            items.append(Item(kind="chain", id=r.id, title=r.title,
+                              body=f"bug -> pattern: {r.pattern_class or r.symptom} -> decision: {', '.join(r.seed_refs) or r.fix.summary}",
+                              fields={"sources": [s.model_dump() for s in r.sources], "pattern_class": r.pattern_class,
+                                      "symptom": r.symptom, "decisions": r.seed_refs, "fix": r.fix.summary,
+                                      "derivations": [d.id for d in ds]}, verification=best_status(r)))
+        else:
+            items.append(_rule_item(r, kind="decision", body=r.why, justification=[d.result for d in ds],
+                                    derivations=[d.id for d in ds]))
+        items += [_derivation_item(d) for d in ds if op == "theory" and not any(i.id == d.id for i in items)]
+    if not items:
+        return FamilyReport(family="knowledge_map", operation=op, summary=f"Nothing in the rule base matches {text!r}.",
+                            notes=["Try a rule id (grpo-debug rules), a pattern class, a symptom code or a bug number."])
+    return FamilyReport(family="knowledge_map", operation=op, items=items, rules=[r.id for r in rs],
+                        summary=f"{op} for {text!r}: " + "; ".join(r.title for r in rs[:3]))

@@ -1,0 +1,62 @@
+"""CUDA stream safety (seed tool 4): map, analyze a config or Python snippet, compare, GPU."""
+from __future__ import annotations
+
+import re
+
+from grpo_debug.skills.loader import RuleBase, default_rules
+from grpo_debug.tools.families.common import _check, _family_rules, _frameworks_table, _gpu, _need, _op, _rule_item
+from grpo_debug.tools.models import FamilyReport, Finding, Item
+from grpo_debug.tools.triage import read_input
+
+
+def _is_python(text: str) -> bool:
+    return bool(re.search(r"^\s*(import |from \S+ import |def |class |with |[\w.]+\s*=\s*torch\.)", text, re.M))
+
+
+def stream_safety(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
+                  rules: RuleBase | None = None) -> FamilyReport:
+    """CUDA stream safety (seed tool 4): map the patterns across frameworks, analyze a config or a Python
+    snippet, compare frameworks, per-GPU report."""
+    rb = rules or default_rules()
+    op = _op("stream_safety", operation)
+    rs = _family_rules(rb, "stream_safety")
+    if op == "gpu":
+        return _gpu("stream_safety", gpu, rb)
+    if op == "map":
+        items = [_rule_item(r, kind="pattern", sources=[s.model_dump() for s in r.sources]) for r in rs]
+        return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
+                            summary=f"{len(items)} stream-safety patterns (record_stream, overlap_comm, side-stream lifetimes) "
+                                    "with their real references and verification status.")
+    if op == "compare":
+        items = _frameworks_table(rs)
+        return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
+                            summary=f"Stream-safety mechanisms side by side for {len(items)} frameworks.")
+    _need(text, path, "a config, launch script or a Python snippet", "stream_safety", "analyze")
+    src = text if text is not None else read_input(None, path)[0]
+    items: list[Item] = []
+    notes: list[str] = []
+    try:
+        from grpo_debug.tools.analyzers import cuda_streams as ss
+    except ImportError:  # analyzer not available in this build
+        ss = None
+    if ss is not None and (_is_python(src) or (path or "").endswith(".py")):
+        rep = ss.analyze_code(src, path or "<snippet>")
+        if rep.error:
+            notes.append(rep.error)
+        items += [Item(kind="stream_finding", id=f.check, title=f.message, body=f.fix,
+                       fields={"severity": f.severity, "line": f.line, "end_line": f.end_line, "source": f.source})
+                  for f in rep.findings]
+        summary = rep.summary
+        fs: list[Finding] = []
+    else:
+        r = _check("stream_safety", text, path, rb)
+        fs = r.findings
+        if ss is not None:
+            from grpo_debug.tools.triage import build_context
+            ctx, _ = build_context(src, "json" if src.lstrip().startswith("{") else None)
+            rep = ss.analyze_config({f.key: f.value for f in ctx.facts.facts})
+            items += [Item(kind="stream_finding", id=f.check, title=f.message, body=f.fix,
+                           fields={"severity": f.severity, "line": f.line, "source": f.source}) for f in rep.findings]
+        summary = r.summary if fs or not items else f"{len(items)} stream-safety signal(s) in the config."
+    return FamilyReport(family="stream_safety", operation="analyze", summary=summary, items=items, findings=fs,
+                        rules=sorted({c.rule_id for f in fs for c in f.causes}), notes=notes)
