@@ -26,7 +26,8 @@ sys.path.insert(0, str(HERE))
 def engine_patterns() -> list[str]:
     """The patterns the triage prefilter uses (tools/engine/large_logs.py): the grep baseline uses the same set."""
     from grpo_debug.skills.loader import default_rules
-    from grpo_debug.tools.engine.large_logs import _relax, build_patterns
+    from grpo_debug.tools.engine.large_logs import build_patterns
+    from grpo_debug.tools.engine.prefilter import _relax
 
     rule_pats = [s.pattern for r in default_rules() for s in r.match.signals() if s.kind == "regex"]
     return [q for p, _ in build_patterns(rule_pats) if (q := _relax(p)) is not None]

@@ -228,7 +228,7 @@ def test_prefilter_never_hides_a_match():
     import re
 
     from grpo_debug.skills.loader import default_rules
-    from grpo_debug.tools.engine.large_logs import lines_matching
+    from grpo_debug.tools.engine.prefilter import lines_matching
     from grpo_debug.tools.triage import rule_patterns
 
     pats = rule_patterns(default_rules())
@@ -271,7 +271,7 @@ def test_zstd_log_is_read(tmp_path):
 
 def test_prefilter_keeps_caseless_and_anchored_events_in_large_logs():
     """Logs above the prefilter threshold: (?i:...) patterns stay caseless, ^ anchors at every line."""
-    from grpo_debug.tools.engine.large_logs import PREFILTER_MIN_BYTES
+    from grpo_debug.tools.engine.prefilter import PREFILTER_MIN_BYTES
 
     filler = "INFO chatter line with nothing special in it at all\n" * (PREFILTER_MIN_BYTES // 50 + 10)
     text = filler + "Loss is NaN detected at step 5\n# ... no further output, hangs\n" + filler

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from grpo_debug.tools.engine.normalize import Line
+from grpo_debug.tools.engine.prefilter import lines_matching
 
 # kind -> regex (case-sensitive unless (?i) inside); order matters only for reading.
 EVENT_PATTERNS: dict[str, str] = {
@@ -61,9 +62,7 @@ _EVENT_PREFILTER = [(v, "(?i" in v) for v in EVENT_PATTERNS.values()]
 
 def _kinds_per_line(lines: list[Line]) -> dict[int, list[str]]:
     """Line index -> event kinds whose pattern matches it. One multi-pattern pass over the joined texts
-    (hyperscan / RE2 / re, tools/engine/large_logs.py) finds the candidates; the exact pattern confirms each line."""
-    from grpo_debug.tools.engine.large_logs import lines_matching
-
+    (hyperscan / RE2 / re, prefilter.py) finds the candidates; the exact pattern confirms each line."""
     kinds = list(EVENT_PATTERNS)
     texts = [ln.text for ln in lines]
     hits = lines_matching(_EVENT_PREFILTER, texts)

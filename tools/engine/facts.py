@@ -282,11 +282,8 @@ def _add_flags(tokens: list[str], no: int, text: str, fs: FactSet, prefix: str =
             fs.add(name, val, no, "flag", text)
 
 
-def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None,
-                  skip: set[int] | frozenset[int] = frozenset()) -> FactSet:
-    """All config facts of an input. ``whole_text`` is parsed as a YAML/JSON document when it is one;
-    line numbers in ``skip`` (metric lines, already understood) are not read for settings."""
-    fs = FactSet()
+def _document_facts(fs: FactSet, lines: list[Line], whole_text: str | None, fmt_hint: str | None) -> set[int]:
+    """Facts of an input that is one YAML/JSON document; returns the line numbers it covered."""
     doc_lines: set[int] = set()
     if whole_text is not None and fmt_hint in ("yaml", "json", None):
         flat = flatten_document(whole_text) if fmt_hint or whole_text.lstrip().startswith(("{", "#", "-")) or \
@@ -298,6 +295,116 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
                        lines[no - 1].text if 0 < no <= len(lines) else "")
                 doc_lines.add(no)
             fs.formats.add("json-config" if whole_text.lstrip().startswith("{") else "yaml-config")
+    return doc_lines
+
+
+def _embedded_json_facts(fs: FactSet, block: list[Line]) -> None:
+    """Facts of a JSON block pasted inside a log (e.g. ``cat ds_config.json``), at the block's real lines."""
+    flat = flatten_document("\n".join(x.text for x in block))
+    if flat:
+        for key, val, no in flat:
+            real = block[no - 1] if 0 < no <= len(block) else block[0]
+            fs.add(key, val, real.no, "json", real.text)
+        fs.formats.add("embedded-json")
+
+
+def _comment_facts(fs: FactSet, s: str, t: str, no: int) -> None:
+    """Facts people write in comments: ``# ds_config: {...}``, JSON key/values, versions, process and cluster sizes."""
+    brace = s.find("{")
+    if brace > 0 and s.rstrip().endswith("}"):  # "# ds_config: {...}" annotations in pastes
+        flat = flatten_document(s[brace:])
+        if flat:
+            for key, val, _ in flat:
+                fs.add(key, val, no, "json", t)
+            fs.formats.add("embedded-json")
+    for key, val in _COMMENT_KV.findall(s):  # '# model config.json: "max_position_embeddings": 4096'
+        fs.add(key, parse_scalar(val), no, "comment", t)
+    for pkg, ver in _COMMENT_VERSION.findall(s):
+        fs.add("versions." + pkg.lower(), ver, no, "comment", t)
+    nprocs = re.search(r"--num_processes[ =](\d+)|--nproc_per_node[ =](\d+)", s)
+    if nprocs:
+        fs.add("num_processes", int(nprocs.group(1) or nprocs.group(2)), no, "comment", t)
+    m = _CLUSTER.search(s)
+    if m:
+        nodes = m.group(1) or m.group(3)
+        gpn = m.group(2) or m.group(4)
+        fs.add("cluster.nodes", int(nodes), no, "comment", t)
+        fs.add("cluster.gpus_per_node", int(gpn), no, "comment", t)
+
+
+def _line_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str], in_array: bool) -> bool:
+    """One-line forms: a DeepSpeed config print, shell variables, env exports, pip list / pip show lines.
+    True when the line is fully read (nothing else can be on it)."""
+    m = _DS_PRINT.search(t)
+    if m:
+        fs.add(m.group(1), parse_scalar(m.group(2)), no, "deepspeed-print", t)
+        fs.formats.add("deepspeed-config-print")
+        return True
+    va = _VAR_ASSIGN.match(s)
+    if va and not in_array:
+        raw = va.group(2) or ""
+        shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
+    m = _ENV.match(s)
+    if m and not m.group(2).startswith("("):
+        fs.add(m.group(1), parse_scalar(expand_vars(m.group(2), shell_vars).strip("\"'")), no, "env", t)
+    m = _PIP_LIST.match(s)
+    if m and not s.startswith(("-", "#")) and m.group(1).lower() not in ("step", "iteration"):
+        fs.add("versions." + m.group(1).lower(), m.group(2), no, "pip", t)
+        return True
+    m = _PIP_SHOW.search(s)
+    if m:
+        if m.group(1):
+            fs.add("versions." + m.group(1).lower(), m.group(2), no, "pip", t)
+        return True
+    return False
+
+
+def _command_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str], in_array: bool,
+                   starts_array: re.Match[str] | None) -> tuple[bool, bool]:
+    """Flags and Hydra overrides of a launch-command line; returns (continues on the next line, inside a
+    bash array)."""
+    body = s[2:] if s.startswith(("$ ", "+ ")) else s
+    if "$" in body:
+        body = expand_vars(body, shell_vars)
+    if starts_array:
+        in_array = True
+        body = starts_array.group(1)
+    if in_array and body.rstrip().endswith(")") and body.count("(") < body.count(")"):
+        in_array = False
+        body = body.rstrip()[:-1]
+    toks = _tokens(body)
+    prefix = "ray_start." if "ray start" in body else ""
+    inc = re.search(r"--include[ =]\S*?:([\d,]+)", body)
+    if inc:
+        fs.add("num_gpus", len(inc.group(1).split(",")), no, "flag", t)
+    _add_flags(toks, no, t, fs, prefix)
+    for key, val in _OVERRIDE.findall(" " + body):
+        fs.add(key, parse_override_value(val), no, "override", t)
+        fs.formats.add("hydra-overrides")
+    fs.formats.add("launch-command")
+    fs.command_lines.add(no)
+    return s.endswith("\\"), in_array
+
+
+def _kwargs_facts(fs: FactSet, t: str, no: int, is_cmd: bool) -> None:
+    """``XConfig(key=value, ...)`` reprs, and lines of two or more key=value pairs outside commands."""
+    m = _KWREPR.search(t)
+    if m:
+        for key, val in _KV.findall(m.group(2)):
+            fs.add(key, parse_scalar(val), no, "kwargs", t)
+        fs.formats.add("kwargs-repr")
+    elif not is_cmd and len(_KV.findall(t)) >= 2 and not t.lstrip().startswith(("{", "[")) \
+            and not _NOT_CONFIG_KV.search(t):
+        for key, val in _KV.findall(t):
+            fs.add(key, parse_scalar(val), no, "kwargs", t)
+
+
+def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None,
+                  skip: set[int] | frozenset[int] = frozenset()) -> FactSet:
+    """All config facts of an input. ``whole_text`` is parsed as a YAML/JSON document when it is one;
+    line numbers in ``skip`` (metric lines, already understood) are not read for settings."""
+    fs = FactSet()
+    doc_lines = _document_facts(fs, lines, whole_text, fmt_hint)
     in_cmd = False
     in_array = False
     json_buf: list[Line] = []
@@ -312,97 +419,23 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
         if not doc_lines and (json_buf or (s == "{" and not t.startswith(" "))):
             json_buf.append(ln)
             if s == "}" and not t.startswith(" "):
-                body = "\n".join(x.text for x in json_buf)
-                flat = flatten_document(body)
-                if flat:
-                    for key, val, no in flat:
-                        real = json_buf[no - 1] if 0 < no <= len(json_buf) else json_buf[0]
-                        fs.add(key, val, real.no, "json", real.text)
-                    fs.formats.add("embedded-json")
+                _embedded_json_facts(fs, json_buf)
                 json_buf = []
             elif len(json_buf) > 400:
                 json_buf = []
             continue
         if ln.no in doc_lines or ln.no in skip:
             continue
-        comment = s.startswith("#")
-        if comment:
-            brace = s.find("{")
-            if brace > 0 and s.rstrip().endswith("}"):  # "# ds_config: {...}" annotations in pastes
-                flat = flatten_document(s[brace:])
-                if flat:
-                    for key, val, _ in flat:
-                        fs.add(key, val, ln.no, "json", t)
-                    fs.formats.add("embedded-json")
-            for key, val in _COMMENT_KV.findall(s):  # '# model config.json: "max_position_embeddings": 4096'
-                fs.add(key, parse_scalar(val), ln.no, "comment", t)
-            for pkg, ver in _COMMENT_VERSION.findall(s):
-                fs.add("versions." + pkg.lower(), ver, ln.no, "comment", t)
-            nprocs = re.search(r"--num_processes[ =](\d+)|--nproc_per_node[ =](\d+)", s)
-            if nprocs:
-                fs.add("num_processes", int(nprocs.group(1) or nprocs.group(2)), ln.no, "comment", t)
-            m = _CLUSTER.search(s)
-            if m:
-                nodes = m.group(1) or m.group(3)
-                gpn = m.group(2) or m.group(4)
-                fs.add("cluster.nodes", int(nodes), ln.no, "comment", t)
-                fs.add("cluster.gpus_per_node", int(gpn), ln.no, "comment", t)
+        if s.startswith("#"):
+            _comment_facts(fs, s, t, ln.no)
             continue
-        # DeepSpeed config print
-        m = _DS_PRINT.search(t)
-        if m:
-            fs.add(m.group(1), parse_scalar(m.group(2)), ln.no, "deepspeed-print", t)
-            fs.formats.add("deepspeed-config-print")
-            continue
-        va = _VAR_ASSIGN.match(s)
-        if va and not in_array:
-            raw = va.group(2) or ""
-            shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
-        m = _ENV.match(s)
-        if m and not m.group(2).startswith("("):
-            fs.add(m.group(1), parse_scalar(expand_vars(m.group(2), shell_vars).strip("\"'")), ln.no, "env", t)
-        m = _PIP_LIST.match(s)
-        if m and not s.startswith(("-", "#")) and m.group(1).lower() not in ("step", "iteration"):
-            fs.add("versions." + m.group(1).lower(), m.group(2), ln.no, "pip", t)
-            continue
-        m = _PIP_SHOW.search(s)
-        if m:
-            if m.group(1):
-                fs.add("versions." + m.group(1).lower(), m.group(2), ln.no, "pip", t)
+        if _line_facts(fs, s, t, ln.no, shell_vars, in_array):
             continue
         starts_array = _ARRAY_START.match(s)
         is_cmd = bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or in_cmd or in_array or bool(starts_array)
         if is_cmd:
-            body = s[2:] if s.startswith(("$ ", "+ ")) else s
-            if "$" in body:
-                body = expand_vars(body, shell_vars)
-            if starts_array:
-                in_array = True
-                body = starts_array.group(1)
-            if in_array and body.rstrip().endswith(")") and body.count("(") < body.count(")"):
-                in_array = False
-                body = body.rstrip()[:-1]
-            toks = _tokens(body)
-            prefix = "ray_start." if "ray start" in body else ""
-            inc = re.search(r"--include[ =]\S*?:([\d,]+)", body)
-            if inc:
-                fs.add("num_gpus", len(inc.group(1).split(",")), ln.no, "flag", t)
-            _add_flags(toks, ln.no, t, fs, prefix)
-            for key, val in _OVERRIDE.findall(" " + body):
-                fs.add(key, parse_override_value(val), ln.no, "override", t)
-                fs.formats.add("hydra-overrides")
-            in_cmd = s.endswith("\\")
-            fs.formats.add("launch-command")
-            fs.command_lines.add(ln.no)
-        m = _KWREPR.search(t)
-        if m:
-            for key, val in _KV.findall(m.group(2)):
-                fs.add(key, parse_scalar(val), ln.no, "kwargs", t)
-            fs.formats.add("kwargs-repr")
-        elif not is_cmd and len(_KV.findall(t)) >= 2 and not t.lstrip().startswith(("{", "[")) \
-                and not _NOT_CONFIG_KV.search(t):
-            for key, val in _KV.findall(t):
-                fs.add(key, parse_scalar(val), ln.no, "kwargs", t)
+            in_cmd, in_array = _command_facts(fs, s, t, ln.no, shell_vars, in_array, starts_array)
+        _kwargs_facts(fs, t, ln.no, is_cmd)
     return fs
 
 

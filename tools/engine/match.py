@@ -40,9 +40,9 @@ class Context:
 
     def regex_candidates(self, pattern: str, ignore_case: bool) -> set[int] | None:
         """Indices of lines that may match ``pattern``: all rule regexes run in one multi-pattern pass over
-        the log (tools/stream.lines_matching) the first time any is asked for; None = scan every line."""
+        the log (prefilter.lines_matching) the first time any is asked for; None = scan every line."""
         if self._regex_hits is None:
-            from grpo_debug.tools.engine.large_logs import lines_matching
+            from grpo_debug.tools.engine.prefilter import lines_matching
 
             pats = self.patterns or [(pattern, ignore_case)]
             res = lines_matching(pats, [ln.text for ln in self.lines])
