@@ -1,0 +1,172 @@
+"""MLflow tracking stores, read without mlflow: SQLite databases and the legacy `mlruns/` file store.
+
+SQLite (mlflow/store/tracking/dbmodels/models.py; verl's default tracking URI is sqlite:////tmp/mlruns.db,
+`mlflow server`'s is mlflow.db): tables metrics(key, value, timestamp, run_uuid, step, is_nan),
+params(key, value, run_uuid), tags(key, value, run_uuid), runs(run_uuid, name, status, start_time, end_time,
+lifecycle_stage, experiment_id, ...), experiments(experiment_id, name, ...). NaN is stored as value 0 with
+is_nan = 1; +-inf as +-1.7976931348623157e308 (sys.float_info.max), mapped back to +-inf here. The database
+is opened read-only (URI mode=ro). Each run is one StoreRun; a (key, step) logged twice keeps the later
+timestamp.
+
+File store (mlflow/store/tracking/file_store.py): mlruns/<experiment_id>/<run_id>/ with meta.yaml
+(status as RunStatus: 1 RUNNING, 2 SCHEDULED, 3 FINISHED, 4 FAILED, 5 KILLED), metrics/<key> with lines
+"timestamp value step" (older: "timestamp value"; a key with '/' is a sub-folder path), params/<key> and
+tags/<key> holding the value as text.
+
+Params become config: verl flattens its config with '/' before logging it
+(verl/utils/tracking.py _compute_mlflow_params_from_objects), so '/' in a param key is read as '.'.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from .base import FLOAT_MAX, Limits, Sink, StoreRun, open_sqlite_ro, parse_scalar
+
+_STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
+
+
+def _value(value, is_nan) -> float:
+    if is_nan:
+        return math.nan
+    v = float(value)
+    if v >= FLOAT_MAX:
+        return math.inf
+    if v <= -FLOAT_MAX:
+        return -math.inf
+    return v
+
+
+def read_mlflow_sqlite(path: str, limits: Limits) -> list[StoreRun]:
+    con, note = open_sqlite_ro(path)
+    name = os.path.basename(path)
+    try:
+        runs = {}
+        cols = {r[1] for r in con.execute('PRAGMA table_info("runs")')}
+        sel = ", ".join(c if c in cols else "NULL" for c in
+                        ("run_uuid", "name", "status", "start_time", "end_time", "lifecycle_stage", "experiment_id"))
+        for uuid, rname, status, start, end, stage, exp in con.execute(f"SELECT {sel} FROM runs"):
+            r = runs[uuid] = StoreRun(source=path, kind="mlflow", run_id=uuid)
+            r.summary.update({"run_name": rname, "status": status, "start_time": start, "end_time": end,
+                              "lifecycle_stage": stage, "experiment_id": exp})
+            if note:
+                r.notes.append(note)
+        _params(con, runs, path)
+        _metrics(con, runs, name, limits)
+    finally:
+        con.close()
+    return list(runs.values())
+
+
+def _params(con, runs: dict, path: str) -> None:
+    for key, value, uuid in con.execute("SELECT key, value, run_uuid FROM params"):
+        r = runs.get(uuid)
+        if r is not None:
+            r.config[key.replace("/", ".")] = parse_scalar(value)
+    try:
+        for key, value, uuid in con.execute("SELECT key, value, run_uuid FROM tags"):
+            r = runs.get(uuid)
+            if r is not None:
+                r.summary.setdefault("tags", {})[key] = value
+    except Exception:  # noqa: BLE001 - a store without a tags table
+        pass
+
+
+def _metrics(con, runs: dict, name: str, limits: Limits) -> None:
+    sinks = {u: Sink(r, limits) for u, r in runs.items()}
+    q = ("SELECT rowid, run_uuid, key, step, value, is_nan FROM metrics "
+         "ORDER BY run_uuid, key, step, timestamp, rowid LIMIT ?")
+    last = None
+    orphans = rows = 0
+    cap = limits.max_points * 2
+    for rowid, uuid, key, step, value, is_nan in con.execute(q, (cap,)):
+        rows += 1
+        r = runs.get(uuid)
+        if r is None:
+            orphans += 1
+            continue
+        where = f"{name} metrics rowid={rowid} run={uuid} key={key} step={step}"
+        s = r.series.get(key)
+        if last == (uuid, key, step) and s is not None and s.points:
+            s.points[-1] = (float(step), _value(value, is_nan), where)  # a re-logged step: later timestamp wins
+            continue
+        sinks[uuid].add(key, "step", step, _value(value, is_nan), where)
+        last = (uuid, key, step)
+    for s in sinks.values():
+        s.close()
+    if rows >= cap and runs:
+        next(iter(runs.values())).notes.append(f"{name}: stopped after {cap} metric rows (2 x max_points)")
+    if orphans and runs:
+        next(iter(runs.values())).notes.append(f"{orphans} metric rows name a run_uuid missing from runs; skipped")
+
+
+def is_mlflow_run_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "meta.yaml")) and os.path.isdir(os.path.join(path, "metrics"))
+
+
+def read_mlflow_files(run_dir: str, limits: Limits) -> StoreRun:
+    run = StoreRun(source=run_dir, kind="mlflow", run_id=os.path.basename(run_dir.rstrip("/")))
+    try:
+        import yaml
+
+        with open(os.path.join(run_dir, "meta.yaml"), encoding="utf-8") as f:
+            meta = yaml.safe_load(f) or {}
+        run.summary.update({"run_name": meta.get("run_name"), "status": _STATUS.get(meta.get("status"), meta.get("status")),
+                            "start_time": meta.get("start_time"), "end_time": meta.get("end_time"),
+                            "experiment_id": meta.get("experiment_id"), "lifecycle_stage": meta.get("lifecycle_stage")})
+    except Exception as e:  # noqa: BLE001 - meta.yaml is context; the metrics are still read
+        run.notes.append(f"meta.yaml unreadable ({type(e).__name__}: {e})")
+    sink = Sink(run, limits)
+    for key, fpath in _walk_keys(os.path.join(run_dir, "metrics"), run):
+        _metric_file(key, fpath, run_dir, sink, limits)
+    sink.close()
+    for key, fpath in _walk_keys(os.path.join(run_dir, "params"), run):
+        with open(fpath, encoding="utf-8", errors="replace") as f:
+            run.config[key.replace("/", ".")] = parse_scalar(f.read(1 << 16))
+    for key, fpath in _walk_keys(os.path.join(run_dir, "tags"), run):
+        with open(fpath, encoding="utf-8", errors="replace") as f:
+            run.summary.setdefault("tags", {})[key] = f.read(1 << 16)
+    return run
+
+
+def _walk_keys(root: str, run: StoreRun):
+    if not os.path.isdir(root):
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in list(dirnames):
+            if os.path.islink(os.path.join(dirpath, d)):
+                dirnames.remove(d)
+                run.notes.append(f"symlinked folder {os.path.join(dirpath, d)} not followed")
+        for fn in sorted(filenames):
+            p = os.path.join(dirpath, fn)
+            if os.path.islink(p):
+                run.notes.append(f"symlinked file {p} not read")
+                continue
+            yield os.path.relpath(p, root).replace(os.sep, "/"), p
+
+
+def _metric_file(key: str, fpath: str, run_dir: str, sink: Sink, limits: Limits) -> None:
+    rel = os.path.relpath(fpath, run_dir).replace(os.sep, "/")
+    bad = 0
+    with open(fpath, "rb") as f:
+        data = f.read(limits.max_bytes + 1)
+    if len(data) > limits.max_bytes:
+        sink.run.notes.append(f"{rel}: read the first {limits.max_bytes} bytes only (max_bytes)")
+        data = data[: limits.max_bytes].rsplit(b"\n", 1)[0]
+    points: dict[float, tuple[float, float, str]] = {}
+    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        parts = line.split()
+        try:
+            ts, value = int(parts[0]), float(parts[1])
+            step = float(parts[2]) if len(parts) > 2 else 0.0
+        except (IndexError, ValueError):
+            bad += 1
+            continue
+        old = points.get(step)
+        if old is None or ts >= old[0]:
+            points[step] = (ts, value, f"{rel}#line {n}")
+    for step in sorted(points):
+        _, value, where = points[step]
+        sink.add(key, "step", step, value, where)
+    if bad:
+        sink.run.notes.append(f"{rel}: {bad} malformed lines skipped")
