@@ -1,7 +1,7 @@
 """Map the repo's top-level folders to grpo_debug.<name>, every sub-folder included.
 
-See ../shared/reference/mcp_sdk_notes.md section 4.2: pyproject-only setuptools silently drops
-unlisted subpackages from the wheel; this lists them all.
+pyproject-only setuptools silently drops unlisted subpackages from the wheel; this lists them all, so a
+new subpackage (a folder with an __init__.py) is found without editing this file.
 """
 from setuptools import find_namespace_packages, setup
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: triage of a large log against grep, MCP cold start against the SDK's minimal server, CLI
 triage of a small log, and the tools/list size. Every figure is measured in the same run, and targets are
-reported as ratios against the baseline measured here (issue 7).
+reported as ratios against the baseline measured here.
 
 Usage: python bench/bench_triage.py [--mb 1024] [--log PATH] [--runs 3] [--json OUT]
 """

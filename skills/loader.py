@@ -51,9 +51,6 @@ class RuleBase:
     def by_symptom(self, code: str) -> list[Rule]:
         return [r for r in self.rules.values() if r.symptom == code]
 
-    def by_tag(self, tag: str) -> list[Rule]:
-        return [r for r in self.rules.values() if tag in r.tags]
-
     def by_pattern_class(self, name: str) -> list[Rule]:
         return [r for r in self.rules.values() if r.pattern_class == name]
 

@@ -1,10 +1,10 @@
 """The rule-base schema: one rule = one YAML file = one :class:`Rule`.
 
 A rule explains one mechanism (why a run broke), names the symptom code it produces
-(``../shared/symptoms.md``), says how to recognise it (machine-checkable signals), how to fix it,
+(``skills/symptoms.py``), says how to recognise it (machine-checkable signals), how to fix it,
 where the knowledge comes from (each source marked verified or not) and carries its own positive and
 negative examples. The layout follows semgrep (data-driven rules with test cases) and ruff (rule pages
-with what/why/fix sections); see ``reference/style_anchors.md``.
+with what/why/fix sections).
 
 Signals are evaluated by :mod:`grpo_debug.tools.engine.match` against the facts the triage engine extracted:
 

@@ -1,6 +1,6 @@
-"""Symptom codes: the stable vocabulary every finding names (mirrors ../shared/symptoms.md).
+"""Symptom codes: the stable vocabulary every finding names.
 
-Codes are never renamed; a new one is added here and in symptoms.md together (a test compares them).
+Codes are never renamed; a new code is added here, with its meaning, before any rule names it.
 """
 from __future__ import annotations
 

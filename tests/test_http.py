@@ -1,4 +1,4 @@
-"""Serving over HTTP and the MCP surface's safety limits (issue 6): Host/Origin validation, the bearer token,
+"""Serving over HTTP and the MCP surface's safety limits: Host/Origin validation, the bearer token,
 refusing a non-loopback bind without one, stateless mode, path confinement, the pasted-text limit, bounded
 answer sizes, completion and logging/setLevel."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MCP surface of issue 3: the family tools, suggest and prompts through the SDK client, the size of
+"""The MCP surface of the families: the family tools, suggest and prompts through the SDK client, the size of
 tools/list, and the MCP Inspector CLI as a third-party client (skipped without npx)."""
 from __future__ import annotations
 

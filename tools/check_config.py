@@ -5,7 +5,6 @@ input: a YAML/JSON document or shell script that does not parse is an error nami
 from __future__ import annotations
 
 import os
-import re
 import shlex
 
 import yaml
@@ -13,22 +12,8 @@ import yaml
 from grpo_debug.skills.loader import RuleBase
 from grpo_debug.tools.engine.facts import ConfigParseError, detect_frameworks, parse_document_strict
 from grpo_debug.tools.models import TriageResult
-from grpo_debug.tools.triage import read_input, triage_text
-
-def sniff_format(s: str, hint: str | None) -> str:
-    """yaml | json | sh | log: the extension's word, else what the text looks like."""
-    if hint in ("yaml", "json", "sh"):
-        return hint
-    st = s.lstrip()
-    if st.startswith("{"):
-        return "json"
-    lines = [ln for ln in s.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if lines and sum(bool(re.match(r"^\s*(-\s|[\w.-]+:(\s|$))", ln)) for ln in lines) >= 0.8 * len(lines):
-        return "yaml"
-    if re.search(r"^\s*(python3?|torchrun|deepspeed|ray job submit|accelerate launch|bash|export)\b|\\\s*$", s, re.M):
-        return "sh"
-    return "log"
-
+from grpo_debug.tools.inputs import read_input, sniff_format
+from grpo_debug.tools.triage import triage_text
 
 def _check_shell(s: str, label: str) -> None:
     """Unbalanced quotes in a launch script: an error naming the line where the command starts. A quoted

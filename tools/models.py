@@ -1,4 +1,4 @@
-"""Result models: the triage output contract of DESIGN.md, shared by the CLI, MCP tools and scripts.
+"""Result models: the triage output contract, shared by the CLI, MCP tools and scripts.
 
 Clients such as Claude Code show the model only the structured result, so every field is named and
 described to read well on its own.

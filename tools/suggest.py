@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from grpo_debug.skills.knowledge import triggers
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.families.common import _looks_like_log_or_config, rank_rules_for_query
+from grpo_debug.tools.families.common import rank_rules_for_query
+from grpo_debug.tools.inputs import looks_like_log_or_config
 from grpo_debug.tools.models import RuleSuggestion, Suggestion, ToolSuggestion
 
 
@@ -27,7 +28,7 @@ def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggest
         scored[key] = (prev[0] + s, prev[1] or f"matches the trigger '{t.phrase}'")
         if t.prompt and t.prompt not in prompts:
             prompts.append(t.prompt)
-    if _looks_like_log_or_config(text or ""):
+    if looks_like_log_or_config(text or ""):
         scored[("triage", "")] = (100.0, "the text looks like a log, config or launch script: triage it directly")
     tools = [ToolSuggestion(tool=k[0], operation=k[1], why=v[1]) for k, v in sorted(scored.items(), key=lambda kv: -kv[1][0])]
     if not any(t.tool == "triage" for t in tools):

@@ -1,6 +1,6 @@
 """Triage: a log, config or launch script in; ranked findings backed by the input's own lines out.
 
-Pipeline (DESIGN.md "Data flow"): read -> normalise -> extract (events, metric series, config facts)
+Pipeline (see ARCHITECTURE.md): read -> normalise -> extract (events, metric series, config facts)
 -> evaluate every rule -> group hits by symptom -> rank -> the :class:`TriageResult` contract.
 """
 from __future__ import annotations
@@ -16,79 +16,20 @@ from grpo_debug.tools.engine.edits import applicable, edits_for_patch
 from grpo_debug.tools.engine.events import extract_events
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
-from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
 from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
+from grpo_debug.tools.errors import InputError  # noqa: F401  (re-exported: grpo_debug.tools.triage.InputError)
+from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input
+from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
 
-MAX_INPUT_BYTES = 256 * 2**20
 MAX_EVIDENCE = 8
 MAX_SERIES = 60
 EXCERPT = 240
 
 
-from grpo_debug.tools.errors import InputError  # noqa: E402  (re-exported: grpo_debug.tools.triage.InputError)
-
-
-def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, str, list[str], str | None]:
-    """Return (decoded text, input label, skipped notes, format hint from the file name).
-
-    Raises InputError when neither or both of text/path are given, or the path cannot be read.
-    Binary data and invalid UTF-8 are not errors: the text is decoded with replacement and the
-    notes say what was skipped.
-    """
-    if (text is None) == (path is None):
-        raise InputError("give exactly one of text (the pasted log) or path (a file to read)")
-    skipped: list[str] = []
-    hint = None
-    if path is not None:
-        p = Path(path).expanduser()
-        if not p.exists():
-            raise InputError(f"{p}: no such file; give the path of an existing log, config or launch script")
-        if p.is_dir():
-            raise InputError(f"{p} is a directory; pass one log or config file inside it")
-        if not p.is_file():
-            raise InputError(f"{p} is not a regular file (device or pipe); save the log to a file first")
-        try:
-            size = p.stat().st_size
-            with p.open("rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES)
-        except OSError as e:
-            raise InputError(f"{p}: cannot read: {e.strerror or e}") from e
-        if size > MAX_INPUT_BYTES:
-            skipped.append(f"only the first {MAX_INPUT_BYTES // 2**20} MiB of {size / 2**20:.0f} MiB were read")
-        label = str(p)
-        ext = p.suffix.lower()
-        hint = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".sh": "sh", ".bash": "sh"}.get(ext)
-    else:
-        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-        if len(data) > MAX_INPUT_BYTES:
-            skipped.append(f"only the first {MAX_INPUT_BYTES // 2**20} MiB of the pasted text were read")
-            data = data[:MAX_INPUT_BYTES]
-        label = "<text>"
-    head = data[:65536]
-    ctrl = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
-    if head and ctrl > len(head) // 20:
-        skipped.append(f"input looks binary ({ctrl} control bytes in the first {len(head)} bytes); "
-                       "it is not a text log, so findings are unlikely")
-    if b"\x00" in data:
-        data = data.replace(b"\x00", b"")
-    s = data.decode("utf-8", errors="replace")
-    bad = s.count("\ufffd")
-    if bad:
-        skipped.append(f"{bad} bytes were not valid UTF-8 and were replaced")
-    return s, label, skipped, hint
-
-
-def _looks_like_document(s: str, hint: str | None) -> bool:
-    if hint in ("yaml", "json"):
-        return True
-    st = s.lstrip()
-    return st.startswith("{") and st.rstrip().endswith("}")
-
-
 def build_context(s: str, hint: str | None = None, query: str = "") -> tuple[Context, list[Line]]:
     lines = normalize(s)
     metrics = extract_metrics(lines)
-    facts = extract_facts(lines, s if _looks_like_document(s, hint) else None,
+    facts = extract_facts(lines, s if looks_like_document(s, hint) else None,
                           hint if hint in ("yaml", "json") else None, skip=metrics.lines)
     ctx = Context(lines=lines, events=extract_events(lines), metrics=metrics, facts=facts, query=query)
     return ctx, lines
@@ -248,7 +189,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
     return keyed
 
 
-def _clip(text: str, n: int) -> str:
+def _clip_words(text: str, n: int) -> str:
     """``text`` cut to about n characters at a word boundary, with an ellipsis when cut."""
     text = text.rstrip(". ")
     if len(text) <= n:
@@ -269,7 +210,7 @@ def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> 
     if f.causes and f.causes[0].matched:
         s += " Signals: " + "; ".join(m for m in f.causes[0].matched[:3]) + "."
     if ev:
-        s += f" Evidence: line {ev.line}: {_clip(ev.text, 160)}."
+        s += f" Evidence: line {ev.line}: {_clip_words(ev.text, 160)}."
     s += " Fix: " + f.fix.rstrip(".") + "."
     if len(findings) > 1:
         s += " Also: " + "; ".join(f"{x.symptom} ({x.title})" for x in findings[1:3]) + "."
@@ -326,18 +267,6 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
                         metrics=_series_summary(ctx.metrics), coverage=cov, truncated=truncated)
 
 
-STREAM_THRESHOLD = 16 * 2**20  # bytes: larger files (and every .gz/.zst) are streamed through the prefilter
-
-
-def _is_compressed(p: Path) -> bool:
-    try:
-        with p.open("rb") as fh:
-            magic = fh.read(4)
-    except OSError:
-        return False
-    return magic[:2] == b"\x1f\x8b" or magic == b"\x28\xb5\x2f\xfd"
-
-
 def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max_findings: int = 10,
                   progress=None) -> TriageResult:
     """Triage a large or compressed log without holding it in memory (tools/engine/large_logs.py prefilter).
@@ -381,7 +310,7 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
         progress: optional ``progress(bytes_done, bytes_total)`` callback for streamed (large) files.
 
     Returns:
-        TriageResult (DESIGN.md contract). Never empty-and-silent: with no finding the summary says
+        TriageResult (the contract in tools/models.py). Never empty-and-silent: with no finding the summary says
         what was read and what to paste next.
 
     Raises:
@@ -389,7 +318,7 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
     """
     if path is not None and text is None:
         p = Path(path).expanduser()
-        if p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or _is_compressed(p)):
+        if p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or is_compressed(p)):
             return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress)
     s, label, skipped, hint = read_input(text, path)
     return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings)

@@ -20,7 +20,6 @@ KL = r"(?:^|/|_)(?:ppo_)?kl(?:_loss)?$|objective/kl$|approxkl"
 REWARD = r"(?:^|/)(?:reward|rewards|score|raw_reward)(?:/mean|_mean)?$|critic/score/mean|critic/rewards/mean|reward_mean$"
 REWARD_SPREAD = r"frac_reward_zero_std|zero_std|no_signal_frac|zero_adv_group_frac"
 LENGTH_CLIP = r"clip_ratio$|clipped_ratio|truncated(?:_ratio|_rate)?$|response_length/clip_ratio"
-PROBS_DIFF = r"rollout_probs_diff_mean|train_rollout_logprob_abs_diff|logprobs_diff|sampling_logp_difference/mean|rollout_corr/log_ppl_abs_diff|vllm_kl"
 LOSS = r"(?:^|/)(?:pg_loss|policy_loss|loss|lm loss)$"
 
 

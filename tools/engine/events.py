@@ -1,7 +1,7 @@
 """Events in a log: Python tracebacks and the error lines of CUDA, NCCL, Ray, SGLang, vLLM, DeepSpeed.
 
-The patterns are the stable substrings of ../shared/reference/log_formats.md (section 9.4 and the
-sections it distils), matched inside normalised lines. Each event keeps the 1-based line numbers that
+The patterns are the stable substrings of each framework's error messages (the parts that do not change
+between releases), matched inside normalised lines. Each event keeps the 1-based line numbers that
 show it; OOM events also carry the numbers the message gives (tried / total / free, in GiB).
 """
 from __future__ import annotations

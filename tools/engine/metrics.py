@@ -1,4 +1,4 @@
-"""Metric series per step, from the console formats of ../shared/reference/log_formats.md.
+"""Metric series per step, from the console formats the RL frameworks print.
 
 Recognised shapes (each matched anywhere in a normalised line, so YAML comments and tqdm-glued lines
 work):

@@ -1,6 +1,6 @@
 """Normalise raw log text into lines the extractors can read, keeping 1-based input line numbers.
 
-Applied per physical line, in the order ../shared/reference/log_formats.md section 0 gives: outer
+Applied per physical line, outermost wrapping first: outer
 timestamps (Docker/k8s RFC3339, journald, CI viewers, paste-tool line numbers), ANSI colour codes (also
 the ESC-less ``[36m`` leftovers of pastes), Ray / vLLM multiprocess prefixes ``(Name pid=N, ip=X)``
 (possibly nested), the ``[repeated Nx across cluster]`` dedup suffix and its explanatory tail. CRLF and

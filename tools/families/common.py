@@ -11,7 +11,8 @@ from grpo_debug.skills.schema import QuerySignal, Rule
 from grpo_debug.tools.errors import FamilyError
 from grpo_debug.tools.families import FAMILY_SPECS, SEED_GPU, SEED_OPERATION_ALIASES
 from grpo_debug.tools.models import FamilyReport, Finding, Item
-from grpo_debug.tools.triage import read_input, triage_text
+from grpo_debug.tools.inputs import looks_like_log_or_config, read_input
+from grpo_debug.tools.triage import triage_text
 
 PATTERN_CLASSES = ("cuda_stream_safety", "muon_clipping", "discrete_decision_mismatch", "lora_distortion",
                    "execution_overlap_oom", "singleton_degeneration", "moe_fp16_nan")
@@ -77,11 +78,6 @@ def rank_rules_for_query(text: str, rules: list[Rule]) -> list[tuple[float, Rule
             out.append((score, r))
     out.sort(key=lambda x: (-x[0], x[1].id))
     return out
-
-
-def _looks_like_log_or_config(text: str) -> bool:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return len(lines) >= 3 or bool(re.search(r"step[: ]\d|Traceback|Error:|^\s*[\w.]+=|--\w|^\s*\{|^\s*\w+:\s", text, re.M))
 
 
 def _engine_findings(text: str | None, path: str | None, keep: Callable[[Finding], bool] | None = None,
@@ -168,7 +164,7 @@ def _check(family: str, text, path, rb) -> FamilyReport:
 def _diagnose(family: str, text, path, rb) -> FamilyReport:
     _need(text, path, "symptom words or a log", family, "diagnose")
     rules = _family_rules(rb, family)
-    if path or _looks_like_log_or_config(text or ""):
+    if path or looks_like_log_or_config(text or ""):
         rep = _check(family, text, path, rb)
         rep.operation = "diagnose"
         if rep.findings:

@@ -10,7 +10,7 @@ from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.families.common import (PATTERN_CLASSES, _STATUS_ORDER, _frameworks_table, _gpu, _need, _op,
                                              _rule_item, _words, best_status, rank_rules_for_query)
 from grpo_debug.tools.models import FamilyReport, Item
-from grpo_debug.tools.triage import read_input
+from grpo_debug.tools.inputs import read_input
 
 
 def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation], str | None]:

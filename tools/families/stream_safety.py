@@ -1,16 +1,10 @@
 """CUDA stream safety (seed tool 4): map, analyze a config or Python snippet, compare, GPU."""
 from __future__ import annotations
 
-import re
-
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.families.common import _check, _family_rules, _frameworks_table, _gpu, _need, _op, _rule_item
 from grpo_debug.tools.models import FamilyReport, Finding, Item
-from grpo_debug.tools.triage import read_input
-
-
-def _is_python(text: str) -> bool:
-    return bool(re.search(r"^\s*(import |from \S+ import |def |class |with |[\w.]+\s*=\s*torch\.)", text, re.M))
+from grpo_debug.tools.inputs import is_python, read_input
 
 
 def stream_safety(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
@@ -39,7 +33,7 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
         from grpo_debug.tools.analyzers import cuda_streams as ss
     except ImportError:  # analyzer not available in this build
         ss = None
-    if ss is not None and (_is_python(src) or (path or "").endswith(".py")):
+    if ss is not None and (is_python(src) or (path or "").endswith(".py")):
         rep = ss.analyze_code(src, path or "<snippet>")
         if rep.error:
             notes.append(rep.error)
