@@ -18,7 +18,7 @@ from grpo_debug.probes import gpu as gpu_mod
 from grpo_debug.probes import numerics as num_mod
 from grpo_debug.probes.base import Unknown
 
-_spec = importlib.util.spec_from_file_location("fake_pynvml", Path(__file__).parent / "fakes" / "fake_pynvml.py")
+_spec = importlib.util.spec_from_file_location("fake_pynvml", Path(__file__).parent / "data" / "fakes" / "fake_pynvml.py")
 fake = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fake)  # type: ignore[union-attr]
 

@@ -14,7 +14,7 @@ from grpo_debug.tools.triage import InputError, triage
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "cases"
 SCORER = Path(__file__).resolve().parents[2] / "shared" / "tools" / "score_cases.py"
-HELDOUT = Path(__file__).resolve().parent / "cases_heldout"
+HELDOUT = Path(__file__).resolve().parent / "data" / "cases_heldout"
 
 
 def _not_healthy(r: TriageResult) -> None:
@@ -108,7 +108,7 @@ def test_shared_cases_score():
 
 @pytest.mark.skipif(not (HELDOUT.is_dir() and SCORER.exists()), reason="held-out style cases not present")
 def test_heldout_style_cases_score():
-    """Cases a helper derived from other real reports (tests/cases_heldout, each with its source URL)."""
+    """Cases a helper derived from other real reports (tests/data/cases_heldout, each with its source URL)."""
     t = _totals(_score(HELDOUT))
     n = len([p for p in HELDOUT.iterdir() if (p / "expected.yaml").exists()])
     assert t["symptom"] >= n - 1 and t["cause"] >= n - 2 and t["evidence"] >= n - 2, t
