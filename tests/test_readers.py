@@ -336,3 +336,127 @@ def test_reader_failure_is_a_note_not_a_crash(tmp_path):
     run = one(ts)
     assert run.series == {} and "does not parse" in run.notes[0]
     assert Limits().max_points > 0 and struct  # keep imports honest
+
+
+def test_mutated_binary_stores_never_raise(tmp_path):
+    """Flipped bytes and cuts anywhere in an event file or a .wandb log: notes, never an exception (the
+    readers are called directly, past read_store's catch-all)."""
+    import random
+
+    from grpo_debug.tools.readers.tfevents import read_tensorboard
+    from grpo_debug.tools.readers.wandb_log import read_wandb
+
+    rng = random.Random(13)
+    cases = [(TB / "events.out.tfevents.1700000500.fixture.1.1", read_tensorboard),
+             (WB / "run-fixture01.wandb", read_wandb)]
+    for src, reader in cases:
+        data = src.read_bytes()
+        for i in range(40):
+            buf = bytearray(data)
+            for _ in range(rng.randint(1, 8)):
+                buf[rng.randrange(len(buf))] = rng.randrange(256)
+            if i % 3 == 0:
+                buf = buf[: rng.randrange(len(buf))]
+            p = tmp_path / f"{i}" / src.name
+            p.parent.mkdir(exist_ok=True)
+            p.write_bytes(bytes(buf))
+            run = reader(str(p), Limits())
+            assert isinstance(run, StoreRun)
+
+
+def test_record_decoders_raise_only_wire_errors():
+    """Records that pass the CRC but hold bad protobuf: WireError (a note upstream), nothing else."""
+    import random
+
+    from grpo_debug.tools.readers import tfevents, wandb_log
+    from grpo_debug.tools.readers.wire import WireError
+
+    rng = random.Random(7)
+    st = wandb_log._State(StoreRun(source="x", kind="wandb"), Limits())
+    log = (WB / "run-fixture01.wandb").read_bytes()
+    with open(WB / "run-fixture01.wandb", "rb") as f:
+        f.seek(7)
+        records = [r for r, _ in wandb_log.iter_chunks(f, len(log), Limits(), [], "x")]
+    assert len(records) > 70
+    for i in range(3000):
+        base = bytearray(rng.choice(records)) if i % 2 else bytearray(rng.randbytes(rng.randint(0, 64)))
+        for _ in range(rng.randint(0, 4)):
+            if base:
+                base[rng.randrange(len(base))] = rng.randrange(256)
+        for decode in (lambda b: wandb_log._record(b, "w", st), lambda b: tfevents._event(b, "t", (0, 0), {}, {})):
+            try:
+                decode(bytes(base))
+            except WireError:
+                pass
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _field(fno: int, payload) -> bytes:
+    if isinstance(payload, int):
+        return _varint(fno << 3) + _varint(payload)
+    if isinstance(payload, float):
+        return _varint(fno << 3 | 1) + struct.pack("<d", payload)
+    payload = payload.encode() if isinstance(payload, str) else payload
+    return _varint(fno << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _wandb_log(records: list[bytes]) -> bytes:
+    """Frame records the way wandb/sdk/internal/datastore.py _write_data does (FULL or FIRST/MIDDLE/LAST)."""
+    import zlib
+
+    out = bytearray(b":W&B" + struct.pack("<HB", 0xBEE1, 0))
+
+    def chunk(typ, data):
+        out.extend(struct.pack("<IHB", zlib.crc32(data, zlib.crc32(bytes([typ]))) & 0xFFFFFFFF, len(data), typ) + data)
+
+    for rec in records:
+        left = 32768 - len(out) % 32768
+        if left < 7:
+            out.extend(b"\x00" * left)
+            left = 32768
+        if len(rec) + 7 <= left:
+            chunk(1, rec)
+            continue
+        chunk(2, rec[: left - 7])
+        rest = rec[left - 7:]
+        while len(rest) > 32768 - 7:
+            chunk(3, rest[: 32768 - 7])
+            rest = rest[32768 - 7:]
+        chunk(4, rest)
+    return bytes(out)
+
+
+def test_wandb_typed_history_items_and_multi_block_records(tmp_path):
+    """HistoryItem's typed fields (integer = 5 sint64, number = 6 double, boolean = 4, key = 1) as well as
+    value_json, and one output record spanning three blocks (FIRST, MIDDLE, LAST chunks)."""
+    def item(key, fno, val):
+        return _field(1, _field(1, key) + _field(fno, val))
+
+    rows = []
+    for s in range(1, 6):
+        hist = (item("loss", 6, 0.5 / s) + item("tokens", 5, 2 * s) +
+                item("neg", 5, 2 * 3 - 1) + item("flag", 4, 1) + item("gn", 16, "NaN" if s == 5 else str(s)) +
+                _field(2, _field(1, s)))
+        rows.append(_field(1, s) + _field(2, hist))
+    long_line = "x" * 70000
+    rows.append(_field(1, 9) + _field(4, _field(1, 1) + _field(3, "before\n" + long_line + "\nafter\n")))
+    rows.append(_field(1, 10) + _field(18, _field(1, (1 << 64) - 2)))  # exit_code -2 as int32
+    d = tmp_path / "run-20260101_000000-abc"
+    d.mkdir()
+    (d / "run-abc.wandb").write_bytes(_wandb_log(rows))
+    run = one(d)
+    assert run.notes == [] or all("skipped" in n for n in run.notes), run.notes
+    assert run.series["loss"].values_at()[4.0] == 0.125
+    assert run.series["tokens"].values_at()[3.0] == 3.0  # zigzag 6 -> 3
+    assert run.series["neg"].values_at()[1.0] == -3.0  # zigzag 5 -> -3
+    assert math.isnan(run.series["gn"].values_at()[5.0]) and "flag" not in run.series
+    assert run.console == ["before", long_line, "after"]
+    assert run.exit_code == -2

@@ -36,6 +36,7 @@ from .base import Limits, Sink, StoreRun, as_number, bump, count_note, flatten
 from .wire import WireError, as_signed64, crc32c, f64, iter_fields, text, zigzag
 
 BLOCK, HEADER = 32768, 7
+_NUM_START = set("-0123456789NI")
 _RECORD_NAMES = {6: "files", 7: "stats", 8: "artifact", 9: "tbrecord", 10: "alert", 11: "telemetry",
                  20: "final", 21: "header", 22: "footer", 23: "preempting", 24: "noop_link_artifact",
                  25: "use_artifact", 26: "environment", 27: "output_logger", 100: "request"}
@@ -182,8 +183,9 @@ def _record(data, where: str, st: _State) -> None:
             bump(st.skipped, f"field {fno}")
 
 
-def _item_value(buf) -> tuple[str, object, bool]:
-    """(key, value, has_value) of a HistoryItem / SummaryItem / ConfigItem."""
+def _item_value(buf, numeric: bool = False) -> tuple[str, object, bool]:
+    """(key, value, has_value) of a HistoryItem / SummaryItem / ConfigItem. numeric: a value_json that
+    float() reads (numbers, NaN, Infinity, -Infinity) is taken as a float without the JSON parser."""
     keys, value, has = [], None, False
     for fno, wt, val in iter_fields(buf):
         if fno in (1, 2) and wt == 2:
@@ -197,8 +199,15 @@ def _item_value(buf) -> tuple[str, object, bool]:
         elif fno == 7 and wt == 2:
             value, has = text(val), True
         elif fno in (8, 16) and wt == 2:
+            t = text(val)
+            if numeric and t[:1] in _NUM_START:
+                try:
+                    value, has = float(t), True
+                    continue
+                except ValueError:
+                    pass
             try:
-                value, has = json.loads(text(val)), True
+                value, has = json.loads(t), True
             except ValueError:
                 value, has = text(val), True
         elif fno == 3:
@@ -210,7 +219,7 @@ def _history(buf, where: str, st: _State) -> None:
     row, step = {}, None
     for fno, wt, val in iter_fields(buf):
         if fno == 1 and wt == 2:
-            key, value, has = _item_value(val)
+            key, value, has = _item_value(val, numeric=True)
             if has:
                 row[key] = value
         elif fno == 2 and wt == 2:

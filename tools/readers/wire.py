@@ -39,32 +39,44 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
 
 
 def iter_fields(buf) -> Iterator[tuple[int, int, object]]:
-    """Yield (field_number, wire_type, value): int for varint, bytes for fixed32/fixed64/length-delimited."""
-    buf = memoryview(buf) if not isinstance(buf, memoryview) else buf
+    """Yield (field_number, wire_type, value): int for varint, bytes for fixed32/fixed64/length-delimited.
+    One-byte keys and lengths (the common case) skip the general varint loop."""
+    if not isinstance(buf, memoryview):
+        buf = memoryview(buf)
     pos, n = 0, len(buf)
     while pos < n:
-        key, pos = read_varint(buf, pos)
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos)
         fno, wt = key >> 3, key & 7
         if fno == 0:
             raise WireError("field number 0")
-        if wt == 0:
-            val, pos = read_varint(buf, pos)
-        elif wt == 2:
-            ln, pos = read_varint(buf, pos)
-            if pos + ln > n:
+        if wt == 2:
+            if pos < n and buf[pos] < 0x80:
+                ln, pos = buf[pos], pos + 1
+            else:
+                ln, pos = read_varint(buf, pos)
+            end = pos + ln
+            if end > n:
                 raise WireError("length-delimited field overruns the message")
-            val, pos = buf[pos:pos + ln], pos + ln
-        elif wt == 5:
-            if pos + 4 > n:
-                raise WireError("truncated fixed32")
-            val, pos = buf[pos:pos + 4], pos + 4
-        elif wt == 1:
-            if pos + 8 > n:
-                raise WireError("truncated fixed64")
-            val, pos = buf[pos:pos + 8], pos + 8
+            yield fno, 2, buf[pos:end]
+            pos = end
+        elif wt == 0:
+            if pos < n and buf[pos] < 0x80:
+                val, pos = buf[pos], pos + 1
+            else:
+                val, pos = read_varint(buf, pos)
+            yield fno, 0, val
+        elif wt == 5 or wt == 1:
+            end = pos + (4 if wt == 5 else 8)
+            if end > n:
+                raise WireError(f"truncated fixed{32 if wt == 5 else 64}")
+            yield fno, wt, buf[pos:end]
+            pos = end
         else:
             raise WireError(f"unsupported wire type {wt}")
-        yield fno, wt, val
 
 
 def as_signed64(v: int) -> int:

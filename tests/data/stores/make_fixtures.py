@@ -7,6 +7,8 @@ Run it from a throwaway virtual environment, never the project's:
     /tmp/fxvenv/bin/pip install tensorboardX tensorboard mlflow-skinny sqlalchemy alembic trackio wandb orjson
     /tmp/fxvenv/bin/python tests/data/stores/make_fixtures.py
 
+(the committed files were written with HOME pointing at a scratch folder). Arguments name the fixtures to
+rewrite (tensorboard wandb mlflow_sqlite mlflow_files trackio verl trainer_state deepspeed); none = all.
 Versions used for the committed files: see VERSIONS.txt next to this script (written by the run).
 
 Every fixture carries the same planted fault (one training run, steps 1..70):
@@ -39,6 +41,10 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
+os.environ.setdefault("WANDB_SILENT", "true")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("MLFLOW_ENABLE_TELEMETRY", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
 STEPS = range(1, 71)
 NAN, INF = float("nan"), float("inf")
 
