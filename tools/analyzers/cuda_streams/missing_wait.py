@@ -81,8 +81,7 @@ class MissingWaitCheck(AnalyzerBase):
                 continue
             if self._is_device_sync(c):
                 return True
-            f = c.func
-            if not isinstance(f, ast.Attribute):
+            if not isinstance(f := c.func, ast.Attribute):  # a plain call: no stream or event method
                 continue
             recv = _src(f.value)
             if f.attr == "wait_stream" and c.args and _src(c.args[0]) == blk.stream:
