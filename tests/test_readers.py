@@ -75,6 +75,13 @@ def test_tensorboard_resumed_run_later_write_wins():
     assert pts[45.0].startswith("events.out.tfevents.1700000500.fixture.1.1#record ")
 
 
+def test_tensorboard_log_folder_with_run_subfolders(tmp_path):
+    shutil.copytree(TB, tmp_path / "logs")
+    shutil.copytree(TB, tmp_path / "logs" / "seed2")
+    runs = read_store(str(tmp_path / "logs"))
+    assert sorted(Path(r.source).name for r in runs) == ["logs", "seed2"]
+
+
 def test_tensorboard_tensor_scalars_float_val_and_double_content():
     run = one(TB / "events.out.tfevents.1700000500.fixture.1.1")
     score = run.series["critic/score/mean"].values_at()  # DT_DOUBLE tensor_content: exact double
@@ -335,7 +342,6 @@ def test_reader_failure_is_a_note_not_a_crash(tmp_path):
     ts.write_text('{"log_history": [{"step": 1, "loss": 0.5}, {"loss": 1}]')
     run = one(ts)
     assert run.series == {} and "does not parse" in run.notes[0]
-    assert Limits().max_points > 0 and struct  # keep imports honest
 
 
 def test_mutated_binary_stores_never_raise(tmp_path):

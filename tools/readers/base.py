@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 KINDS = ("tensorboard", "wandb", "mlflow", "trackio", "verl_jsonl", "trainer_state", "deepspeed_csv")
 
@@ -182,15 +182,3 @@ def first_bytes(path: str, n: int) -> bytes:
             return f.read(n)
     except OSError:
         return b""
-
-
-def iter_lines_bounded(f, max_bytes: int) -> Iterable[tuple[int, bytes, bool]]:
-    """Yield (line number from 1, line bytes without newline, complete?) from a binary file, stopping after
-    max_bytes; the generator's .truncated_at is not available, so callers compare f.tell() to the size."""
-    n, used = 0, 0
-    for raw in f:
-        n += 1
-        used += len(raw)
-        if used > max_bytes:
-            return
-        yield n, raw.rstrip(b"\r\n"), raw.endswith(b"\n")

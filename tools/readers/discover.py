@@ -159,12 +159,13 @@ def _file_kind(e) -> str | None:
 
 def read_store(path: str, limits: Limits | None = None, **bounds) -> list[StoreRun]:
     """Read the store at path (a file or a store folder) into StoreRuns. A folder that is not itself a
-    store is searched with find_stores and every store found is read. bounds: Limits fields
+    store (or is a TensorBoard log folder, whose sub-folders may be runs too) is searched with find_stores
+    and every store found is read; the search's notes go to the first run's notes. bounds: Limits fields
     (max_bytes, max_points, max_console)."""
     limits = limits or Limits(**bounds)
     if os.path.isdir(path):
         kind = sniff_dir(path)
-        if kind:
+        if kind and kind != "tensorboard":  # a TensorBoard log folder may hold run sub-folders too
             return _read(path, kind, limits)
         notes: list[str] = []
         runs = []

@@ -32,7 +32,6 @@ trainer_state.json and the csv_monitor files are written by hand from the docume
 transformers and deepspeed would pull torch and a CUDA toolchain into the throwaway venv for two files.
 """
 import json
-import math
 import os
 import pathlib
 import shutil
