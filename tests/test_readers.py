@@ -20,7 +20,8 @@ from grpo_debug.tools.readers import Limits, StoreRun, find_stores, read_store, 
 
 STORES = Path(__file__).resolve().parent / "data" / "stores"
 TB = STORES / "tensorboard" / "run1"
-WB = Path(glob.glob(str(STORES / "wandb_run" / "wandb" / "offline-run-*"))[0])
+WB = Path(glob.glob(str(STORES / "wandb_run" / "wandb" / "offline-run-*"))[0])  # wandb-core (0.31)
+WB_LEGACY = Path(glob.glob(str(STORES / "wandb_legacy_run" / "wandb" / "offline-run-*"))[0])  # Python SDK 0.17.9
 MLDB = STORES / "mlflow" / "mlflow.db"
 MLRUN = Path(glob.glob(str(STORES / "mlflow" / "mlruns" / "*" / "*" / "meta.yaml"))[0]).parent
 TRACKIO = STORES / "trackio" / "fixture.db"
@@ -53,8 +54,8 @@ def test_find_stores_lists_every_fixture():
     refs = find_stores(str(STORES))
     kinds = sorted(r.kind for r in refs)
     assert kinds == sorted(["deepspeed_csv", "mlflow", "mlflow", "tensorboard", "trackio", "trainer_state",
-                            "verl_jsonl", "wandb"])
-    assert {Path(r.path) for r in refs} >= {TB, WB, MLDB, MLRUN, TRACKIO, VERL, TS, DS}
+                            "verl_jsonl", "wandb", "wandb"])
+    assert {Path(r.path) for r in refs} >= {TB, WB, WB_LEGACY, MLDB, MLRUN, TRACKIO, VERL, TS, DS}
 
 
 # ---- TensorBoard ---------------------------------------------------------------------------------------
@@ -117,8 +118,9 @@ def test_tensorboard_huge_file_bounded(tmp_path):
 
 # ---- W&B -----------------------------------------------------------------------------------------------
 
-def test_wandb_offline_run_history_config_console_exit():
-    run = one(WB)
+@pytest.mark.parametrize("folder", [WB, WB_LEGACY], ids=["wandb-core", "wandb-0.17-python"])
+def test_wandb_offline_run_history_config_console_exit(folder):
+    run = one(folder)
     assert run.kind == "wandb" and run.run_id == "fixture01" and run.exit_code == 1
     check_fault(run, "actor/grad_norm")
     assert run.series["actor/grad_norm"].axis == "_step"

@@ -21,7 +21,10 @@ Store-specific layouts:
   tensorboard/run1/   two event files of a resumed run (steps 1..50, then 45..70 written later with
                       different values at 45..50 -- the later write wins), scalars as simple_value in the
                       first file and as tensors (float_val; double tensor_content) in the second.
-  wandb/              an offline run (wandb.init(mode="offline")), console lines printed, exit code 1.
+  wandb_run/          an offline run (wandb.init(mode="offline")), console lines printed, exit code 1,
+                      written by wandb-core (wandb >= 0.18);
+  wandb_legacy_run/   the same run written by wandb 0.17.9's Python datastore:
+                      /tmp/wb17/bin/pip install wandb==0.17.9; /tmp/wb17/bin/python make_fixtures.py wandb
   mlflow/mlflow.db    SQLite store (the tracking URI verl defaults to is sqlite:////tmp/mlruns.db).
   mlflow/mlruns/      legacy file store.
   trackio/            trackio's project SQLite database.
@@ -137,13 +140,21 @@ def make_tensorboard():
     return {"fault_step": 40, "nan_step": 60}
 
 
+def _legacy_wandb() -> bool:
+    """wandb < 0.18 writes the .wandb log from Python (wandb/sdk/internal/datastore.py); later, wandb-core."""
+    from importlib.metadata import version
+
+    return tuple(int(x) for x in version("wandb").split(".")[:2]) < (0, 18)
+
+
 def make_wandb():
     import wandb
 
-    root = clean(HERE / "wandb_run")
+    legacy = _legacy_wandb()
+    root = clean(HERE / ("wandb_legacy_run" if legacy else "wandb_run"))
+    quiet = {"_disable_stats": True, "_disable_meta": True} if legacy else {"x_disable_stats": True, "x_disable_meta": True}
     run = wandb.init(mode="offline", dir=str(root), project="fixture", id="fixture01", config=CONFIG,
-                     settings=wandb.Settings(console="wrap", x_disable_stats=True, x_disable_meta=True,
-                                             disable_git=True, save_code=False))
+                     settings=wandb.Settings(console="wrap", disable_git=True, save_code=False, **quiet))
     run.define_metric("train/global_step")
     run.define_metric("rollout/*", step_metric="train/global_step")
     for s in STEPS:
@@ -293,7 +304,8 @@ def main(which):
             "trainer_state": make_trainer_state, "deepspeed": make_deepspeed_csv}
     for name in which or jobs:
         print(name, jobs[name]() or "")
-    (HERE / "VERSIONS.txt").write_text("\n".join(versions()) + "\n")
+    legacy = list(which) == ["wandb"] and _legacy_wandb()  # the second W&B fixture, from an older SDK
+    (HERE / ("VERSIONS_wandb_legacy.txt" if legacy else "VERSIONS.txt")).write_text("\n".join(versions()) + "\n")
 
 
 if __name__ == "__main__":
