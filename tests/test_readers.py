@@ -114,6 +114,9 @@ def test_tensorboard_huge_file_bounded(tmp_path):
     run = one(TB / "events.out.tfevents.1700000000.fixture.1.0", max_bytes=2000)
     assert any("max_bytes 2000" in n for n in run.notes)
     assert 0 < len(run.series["actor/grad_norm"].points) < 20
+    run = one(TB, max_points=100)
+    assert sum(len(s.points) for s in run.series.values()) == 100
+    assert any("max_points" in n for n in run.notes) and any("not read" in n for n in run.notes)
 
 
 # ---- W&B -----------------------------------------------------------------------------------------------
@@ -203,6 +206,14 @@ def test_mlflow_file_store():
     assert run.series["critic/score/mean"].axis == "step"
     assert run.config["actor_rollout_ref.rollout.n"] == 8
     assert dict((x, w) for x, _, w in run.series["actor/grad_norm"].points)[60.0] == "metrics/actor/grad_norm#line 60"
+
+
+def test_mlflow_file_store_bounded():
+    run = one(MLRUN, max_points=30)
+    assert len(run.series["actor/entropy"].points) == 30
+    assert any("max_points 30" in n for n in run.notes)
+    run = one(MLRUN, max_bytes=200)
+    assert 0 < len(run.series["actor/grad_norm"].points) < 10 and any("max_bytes 200" in n for n in run.notes)
 
 
 def test_mlflow_sqlite_several_runs(tmp_path):
@@ -468,3 +479,43 @@ def test_wandb_typed_history_items_and_multi_block_records(tmp_path):
     assert math.isnan(run.series["gn"].values_at()[5.0]) and "flag" not in run.series
     assert run.console == ["before", long_line, "after"]
     assert run.exit_code == -2
+
+
+def _tfrecord(data: bytes) -> bytes:
+    """TFRecord framing (tensorflow/core/lib/io/record_writer.h) with masked CRC-32C."""
+    from grpo_debug.tools.readers.wire import masked_crc32c
+
+    head = struct.pack("<Q", len(data))
+    return head + struct.pack("<I", masked_crc32c(head)) + data + struct.pack("<I", masked_crc32c(data))
+
+
+def test_tensorboard_tf2_tensor_scalars_and_skipped_kinds(tmp_path):
+    """Event files as TF2's tf.summary writes them: one-element tensors of several dtypes (event.proto,
+    summary.proto, tensor.proto field numbers); histograms, images, text and graphs are skipped with a note."""
+    scalars_meta = _field(9, _field(1, _field(1, "scalars")))
+
+    def value(tag, tensor=None, meta=scalars_meta, other=None):
+        body = _field(1, tag) + (_field(8, tensor) if tensor is not None else b"") + meta
+        return _field(1, body + (other or b""))
+
+    def event(step, *values, wall=1.0):
+        return _tfrecord(_field(1, float(wall)) + _field(2, step) + _field(5, b"".join(values)))
+
+    shape = lambda *dims: _field(2, b"".join(_field(2, _field(1, d)) for d in dims))  # noqa: E731
+    recs = [_tfrecord(_field(1, 0.5) + _field(3, "brain.Event:2")),
+            _tfrecord(_field(1, 0.6) + _field(4, b"\x0a\x00")),  # graph_def
+            event(1, value("f32", _field(1, 1) + shape() + _field(4, struct.pack("<f", 0.25))),
+                  value("half", _field(1, 19) + _field(13, _varint(0x3E00))),  # packed half_val 1.5
+                  value("bf16", _field(1, 14) + _field(4, struct.pack("<f", 2.0)[2:])),
+                  value("i64", _field(1, 9) + _field(10, _varint((1 << 64) - 5))),
+                  value("hist", _field(1, 2) + shape(2, 3) + _field(4, b"\x00" * 48),
+                        meta=_field(9, _field(1, _field(1, "histograms")))),
+                  value("txt", _field(1, 7) + _field(8, b"hello"), meta=_field(9, _field(1, _field(1, "text")))),
+                  value("img", other=_field(4, b"\x08\x01")))]
+    (tmp_path / "events.out.tfevents.1.host").write_bytes(b"".join(recs))
+    run = one(tmp_path)
+    got = {k: s.values_at()[1.0] for k, s in run.series.items()}
+    assert got == {"f32": 0.25, "half": 1.5, "bf16": 2.0, "i64": -5.0}
+    note = next(n for n in run.notes if n.startswith("skipped non-scalar"))
+    for part in ("graph_def x1", "image x1", "tensor (histograms) x1", "tensor (text) x1"):
+        assert part in note, note

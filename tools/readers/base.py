@@ -182,3 +182,18 @@ def first_bytes(path: str, n: int) -> bytes:
             return f.read(n)
     except OSError:
         return b""
+
+
+def bounded_lines(path: str, limits: Limits, notes: list[str], label: str | None = None):
+    """Yield (line number from 1, line bytes without its newline) of a file, streamed, stopping before
+    limits.max_bytes are passed (a note says so). A last line without a newline is yielded too."""
+    label = label or os.path.basename(path)
+    used = 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            used += len(raw)
+            if used > limits.max_bytes:
+                size = os.path.getsize(path)
+                notes.append(f"{label}: stopped at line {n} (byte {used - len(raw)} of {size}; max_bytes {limits.max_bytes})")
+                return
+            yield n, raw.rstrip(b"\r\n")

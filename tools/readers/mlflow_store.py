@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 
-from .base import FLOAT_MAX, Limits, Sink, StoreRun, open_sqlite_ro, parse_scalar
+from .base import FLOAT_MAX, Limits, Sink, StoreRun, bounded_lines, open_sqlite_ro, parse_scalar
 
 _STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 
@@ -148,13 +148,9 @@ def _walk_keys(root: str, run: StoreRun):
 def _metric_file(key: str, fpath: str, run_dir: str, sink: Sink, limits: Limits) -> None:
     rel = os.path.relpath(fpath, run_dir).replace(os.sep, "/")
     bad = 0
-    with open(fpath, "rb") as f:
-        data = f.read(limits.max_bytes + 1)
-    if len(data) > limits.max_bytes:
-        sink.run.notes.append(f"{rel}: read the first {limits.max_bytes} bytes only (max_bytes)")
-        data = data[: limits.max_bytes].rsplit(b"\n", 1)[0]
     points: dict[float, tuple[float, float, str]] = {}
-    for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+    for n, raw in bounded_lines(fpath, limits, sink.run.notes, rel):
+        line = raw.decode("utf-8", "replace")
         parts = line.split()
         try:
             ts, value = int(parts[0]), float(parts[1])
@@ -163,6 +159,9 @@ def _metric_file(key: str, fpath: str, run_dir: str, sink: Sink, limits: Limits)
             bad += 1
             continue
         old = points.get(step)
+        if old is None and len(points) >= limits.max_points:
+            sink.run.notes.append(f"{rel}: stopped at line {n} (max_points {limits.max_points})")
+            break
         if old is None or ts >= old[0]:
             points[step] = (ts, value, f"{rel}#line {n}")
     for step in sorted(points):

@@ -20,24 +20,26 @@ global_samples, so a file whose name holds '_Samples_' is on the 'samples' axis,
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
 
-from .base import Limits, Sink, StoreRun, as_number, bump, count_note, flatten, parse_scalar
+from .base import Limits, Sink, StoreRun, as_number, bounded_lines, bump, count_note, flatten, parse_scalar
+
+WHOLE_FILE_MAX = 256 << 20
 
 _TS_CONFIG = ("train_batch_size", "logging_steps", "max_steps", "num_train_epochs", "save_steps", "eval_steps")
 
 
-def _read_capped(path: str, limits: Limits, run: StoreRun) -> bytes:
+def _read_whole(path: str, limits: Limits, run: StoreRun) -> bytes | None:
+    """A whole JSON file, or None (with a note) when it is over WHOLE_FILE_MAX or max_bytes."""
     size = os.path.getsize(path)
+    cap = min(limits.max_bytes, WHOLE_FILE_MAX)
+    if size > cap:
+        run.notes.append(f"{os.path.basename(path)}: {size} bytes, over the {cap}-byte bound for a whole-file read; not read")
+        return None
     with open(path, "rb") as f:
-        data = f.read(limits.max_bytes)
-    if size > limits.max_bytes:
-        run.notes.append(f"{os.path.basename(path)}: read the first {limits.max_bytes} of {size} bytes (max_bytes)")
-        data = data.rsplit(b"\n", 1)[0]
-    return data
+        return f.read()
 
 
 def sniff_verl_line(line: bytes) -> bool:
@@ -52,8 +54,9 @@ def read_verl_jsonl(path: str, limits: Limits) -> StoreRun:
     run = StoreRun(source=path, kind="verl_jsonl")
     sink, name = Sink(run, limits), os.path.basename(path)
     nulls, skipped, bad = 0, {}, []
-    lines = _read_capped(path, limits, run).split(b"\n")
-    for n, line in enumerate(lines, 1):
+    last = 0
+    for n, line in bounded_lines(path, limits, run.notes):
+        last = n
         if not line.strip():
             continue
         try:
@@ -62,8 +65,7 @@ def read_verl_jsonl(path: str, limits: Limits) -> StoreRun:
             if not isinstance(data, dict):
                 raise TypeError("data is not an object")
         except (ValueError, KeyError, TypeError) as e:
-            last = n == len(lines) or (n == len(lines) - 1 and not lines[-1])
-            bad.append(f"line {n}{' (last line, torn?)' if last else ''}: {type(e).__name__}")
+            bad.append((n, type(e).__name__))
             continue
         for k, v in flatten(data, sep="/").items():
             if v is None:
@@ -78,7 +80,8 @@ def read_verl_jsonl(path: str, limits: Limits) -> StoreRun:
     if nulls:
         run.notes.append(f"{nulls} null values read as NaN (verl's FileLogger writes NaN and +-inf as null via orjson)")
     if bad:
-        run.notes.append(f"{len(bad)} unparseable lines skipped: " + "; ".join(bad[:5]) + (" ..." if len(bad) > 5 else ""))
+        desc = [f"line {n}{' (last line, torn?)' if n == last else ''}: {err}" for n, err in bad[:5]]
+        run.notes.append(f"{len(bad)} unparseable lines skipped: " + "; ".join(desc) + (" ..." if len(bad) > 5 else ""))
     count_note(run, skipped, "non-numeric values")
     return run
 
@@ -86,8 +89,11 @@ def read_verl_jsonl(path: str, limits: Limits) -> StoreRun:
 def read_trainer_state(path: str, limits: Limits) -> StoreRun:
     run = StoreRun(source=path, kind="trainer_state")
     name = os.path.basename(path)
+    data = _read_whole(path, limits, run)
+    if data is None:
+        return run
     try:
-        state = json.loads(_read_capped(path, limits, run))
+        state = json.loads(data)
     except ValueError as e:
         run.notes.append(f"{name} does not parse as JSON ({e}); nothing read")
         return run
@@ -153,8 +159,8 @@ def _ds_series(fp: str, run: StoreRun, sink: Sink, limits: Limits) -> None:
     key = base[:-4]
     axis = "samples" if "_Samples_" in f"_{key}_" else "step"
     bad = 0
-    rows = csv.reader(io.StringIO(_read_capped(fp, limits, run).decode("utf-8", "replace")))
-    for n, row in enumerate(rows, 1):
+    for n, line in bounded_lines(fp, limits, run.notes):
+        row = _csv_row(line)
         if not row or row[0] == "step":  # the header; written again when a restarted job appends
             continue
         try:
@@ -168,8 +174,13 @@ def _ds_series(fp: str, run: StoreRun, sink: Sink, limits: Limits) -> None:
 
 
 def _ds_config(fp: str, run: StoreRun, limits: Limits) -> None:
-    rows = csv.reader(io.StringIO(_read_capped(fp, limits, run).decode("utf-8", "replace")))
-    for n, row in enumerate(rows):
-        if n == 0 or len(row) < 2:
+    for n, line in bounded_lines(fp, limits, run.notes):
+        row = _csv_row(line)
+        if n == 1 or len(row) < 2:
             continue
         run.config[row[0]] = parse_scalar(row[1])
+
+
+def _csv_row(line: bytes) -> list[str]:
+    """One csv_monitor row (csv.writer output; the monitor writes no embedded newlines)."""
+    return next(csv.reader([line.decode("utf-8", "replace")]), [])

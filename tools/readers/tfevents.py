@@ -55,6 +55,9 @@ def read_tensorboard(path: str, limits: Limits) -> StoreRun:
     best: dict[tuple[str, float], tuple[tuple, float, str]] = {}
     skipped: dict[str, int] = {}
     for order, f in enumerate(files):
+        if len(best) >= limits.max_points:
+            run.notes.append(f"{os.path.basename(f)} not read: max_points {limits.max_points} reached")
+            continue
         _read_file(f, order, limits, run, best, skipped)
     sink = Sink(run, limits)
     for (tag, step), (_, value, where) in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][1])):
@@ -103,6 +106,9 @@ def _read_file(path, order, limits, run, best, skipped) -> None:
                     _event(data, f"{name}#record {rec}", (order, rec), best, skipped)
                 except WireError as e:
                     run.notes.append(f"{name}: record {rec} is not an Event ({e}); skipped")
+            if len(best) > limits.max_points:
+                run.notes.append(f"{name}: stopped at record {rec} (max_points {limits.max_points} (tag, step) pairs)")
+                return
             if not verify_all and pos < CRC_BUDGET <= pos + 16 + length < size:
                 run.notes.append(f"{name}: data CRCs checked for the first {CRC_BUDGET} bytes only "
                                  "(no native crc32c); lengths checked throughout")
