@@ -109,6 +109,8 @@ def find_stores(folder: str, max_depth: int = 6, max_files: int = 20000, notes: 
     seen = [0]
 
     def walk(d: str, depth: int) -> None:
+        if seen[0] > max_files:
+            return
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as e:
@@ -131,13 +133,13 @@ def find_stores(folder: str, max_depth: int = 6, max_files: int = 20000, notes: 
                     notes.append(f"symlink {p} not followed ({'folder' if e.is_dir() else 'points outside ' + folder})")
                     continue
             if e.is_dir(follow_symlinks=False):
-                if e.name in _SKIP_DIRS or e.name == "files" and kind == "wandb":
+                if e.name in _SKIP_DIRS:
                     continue
                 if depth >= max_depth:
                     notes.append(f"{p} not searched (max_depth={max_depth})")
                     continue
                 walk(p, depth + 1)
-            elif not kind and e.is_file():
+            elif e.is_file():  # beside TensorBoard files too (a verl output folder holds both)
                 fk = _file_kind(e)
                 if fk:
                     out.append(StoreRef(p, fk))

@@ -49,7 +49,7 @@ def wandb_files(run_dir: str) -> list[str]:
 
 def iter_chunks(f, size: int, limits: Limits, notes: list[str], name: str):
     """Yield (record bytes, offset of its first chunk) from a .wandb file positioned after its header."""
-    pos, parts, start = HEADER, None, 0
+    pos, parts, start, orphans = HEADER, None, 0, 0
     while pos < size:
         if pos >= limits.max_bytes:
             notes.append(f"{name}: stopped at byte {pos} of {size} (max_bytes {limits.max_bytes})")
@@ -88,7 +88,11 @@ def iter_chunks(f, size: int, limits: Limits, notes: list[str], name: str):
             if typ == 4:
                 yield b"".join(parts), start
                 parts = None
+        else:
+            orphans += 1  # a MIDDLE/LAST chunk whose FIRST was lost to corruption
         pos += HEADER + ln
+    if orphans:
+        notes.append(f"{name}: {orphans} continuation chunks without their first chunk skipped")
     if parts is not None:
         notes.append(f"{name}: record at byte {start} has no LAST chunk (file ends mid-record); ignored")
 
