@@ -218,13 +218,9 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
         _out(json.dumps([{"id": r.id, "symptom": r.symptom, "title": r.title} for r in rules], indent=2))
         return 0
-    if not rules:
-        _out("no rules" + (f" for symptom {args.symptom}" if args.symptom else ""))
-        return 0
-    w_id = max(len(r.id) for r in rules)
-    w_sym = max(len(r.symptom) for r in rules)
-    for r in rules:
-        _out(f"{r.id:<{w_id}}  {r.symptom:<{w_sym}}  {r.title}")
+    from grpo_debug.tools.render.lists import render_rule_list_text
+
+    sys.stdout.write(render_rule_list_text(rules, args.symptom))
     return 0
 
 
@@ -275,13 +271,9 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if args.format == "json":
         _out(res.model_dump_json(indent=2))
         return 0
-    _out(res.summary)
-    for t in res.tools:
-        _out(f"  tool {t.tool}" + (f" {t.operation}" if t.operation else "") + f": {t.why}")
-    for r in res.rules:
-        _out(f"  rule {r.rule_id} [{r.symptom}]: {r.title}")
-    if res.prompts:
-        _out("  MCP prompts: " + ", ".join(res.prompts))
+    from grpo_debug.tools.render.lists import render_suggestion_text
+
+    sys.stdout.write(render_suggestion_text(res))
     return 0
 
 

@@ -92,9 +92,9 @@ def shared_case() -> Path:
 
 @pytest.fixture
 def example_log() -> Path:
-    from importlib.resources import files
+    from grpo_debug.server import example_path
 
-    return Path(str(files("grpo_debug.tools").joinpath("examples", "verl_grpo_nan.log")))
+    return example_path("verl_grpo_nan")
 
 
 def _has_cuda() -> bool:

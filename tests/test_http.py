@@ -259,9 +259,9 @@ def _largest_inputs(shared_root) -> list[str]:
         files = sorted((shared_root / "cases").glob("*/input.*"))
         texts.append("\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files))
         texts.append(max((f.read_text(encoding="utf-8", errors="replace") for f in files), key=len))
-    from importlib.resources import files as pkg_files
+    from grpo_debug.server import examples_dir
 
-    ex = Path(str(pkg_files("grpo_debug.tools").joinpath("examples")))
+    ex = examples_dir()
     texts.append("\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(ex.glob("*.log"))))
     return texts
 
