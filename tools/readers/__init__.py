@@ -24,15 +24,17 @@ Each module's docstring cites the on-disk format it follows. Imports: this packa
 standard library's dataclasses/os; sqlite3, json, yaml, csv are imported inside the reader that needs them.
 
 Measured choice: own readers of the documented formats, not the official libraries
-(2-core AMD EPYC, Python 3.11.7, best of 5 for imports; one run of 2,000 steps x 40 scalars per store;
+(2-core AMD EPYC, Python 3.11.7; imports: best of 5, wall time of the import statement, and in brackets
+the sum of the top-level cumulative times `python -X importtime` reports beyond a bare interpreter's;
+reads: one run of 2,000 steps x 40 scalars per store;
 official libraries in a throwaway venv: tensorboard 2.21.0 without TensorFlow, wandb 0.31.0, mlflow-skinny
 3.17.2 + SQLAlchemy 2.1.9; RSS = maximum resident set of the whole process, /usr/bin/time -v).
 
 | task                          | ours: import / read / RSS  | official: import / read / RSS                   |
 |-------------------------------|----------------------------|-------------------------------------------------|
-| import only                   | 37 ms / - / 16 MB (all)    | EventAccumulator 217 ms / 42 MB;                |
-|                               |                            | wandb + wandb_internal_pb2 445 ms / 58 MB;      |
-|                               |                            | mlflow MlflowClient 785 ms / 90 MB              |
+| import only (wall; -X         | package 15 ms (24) / 13 MB;| EventAccumulator 217 ms (255) / 42 MB;          |
+| importtime sum in brackets)   | all readers + sqlite3 +    | wandb + wandb_internal_pb2 445 ms (1065) / 58 MB;|
+|                               | yaml 37 ms (48) / 16 MB    | mlflow MlflowClient 785 ms (2170) / 90 MB       |
 | TensorBoard, 3.7 MB, 80k pts  | 17 ms / 0.97 s / 66 MB     | EventAccumulator 207 ms / 1.22 s / 64 MB        |
 | W&B offline, 5.8 MB, 86k pts  | 16 ms / 0.84 s / 26 MB     | wandb + pb2 Record parse* 694 ms / 0.08 s / 61 MB|
 | MLflow SQLite, 21 MB, 80k pts | 24 ms / 0.49 s / 40 MB     | MlflowClient.get_metric_history 1.18 s / 3.72 s |
@@ -41,7 +43,7 @@ official libraries in a throwaway venv: tensorboard 2.21.0 without TensorFlow, w
 * wandb 0.31 ships no Python reader of .wandb files (datastore.py went with the move to wandb-core, Go);
 the figure is datastore.py's framing loop plus the SDK's C-backed protobuf Record parser. Its parse is
 faster than our pure-Python protobuf decoding, but import alone costs as much as our whole read, and the
-SDK is ~100 MB installed and not a dependency we may take. tensorboard imports TensorFlow when TF is
+SDK is 62 MB installed (wandb 0.31.0, plus its dependencies) and not a dependency we may take. tensorboard imports TensorFlow when TF is
 installed (not measured here; it only adds). TFRecord data CRCs are checked with a pure-Python CRC-32C
 (about 10 MB/s) for the first 8 MiB of each file, for all of it when google_crc32c or crc32c is importable.
 
