@@ -42,10 +42,11 @@ official libraries in a throwaway venv: tensorboard 2.21.0 without TensorFlow, w
 
 * wandb 0.31 ships no Python reader of .wandb files (datastore.py went with the move to wandb-core, Go);
 the figure is datastore.py's framing loop plus the SDK's C-backed protobuf Record parser. Its parse is
-faster than our pure-Python protobuf decoding, but import alone costs as much as our whole read, and the
-SDK is 62 MB installed (wandb 0.31.0, plus its dependencies) and not a dependency we may take. tensorboard imports TensorFlow when TF is
-installed (not measured here; it only adds). TFRecord data CRCs are checked with a pure-Python CRC-32C
-(about 10 MB/s) for the first 8 MiB of each file, for all of it when google_crc32c or crc32c is importable.
+faster than our pure-Python protobuf decoding, but its import alone costs about what our whole read does,
+and the SDK is 62 MB installed (wandb 0.31.0, before its dependencies) and not a dependency we may take.
+tensorboard imports TensorFlow when TF is installed (not measured here; it only adds). TFRecord data CRCs
+are checked with a pure-Python CRC-32C (about 10 MB/s) for the first 8 MiB of each file, for all of it
+when google_crc32c or crc32c is importable.
 
 Bounds (Limits): max_bytes read per file (1 GiB), max_points kept per run (2,000,000), max_console lines
 (200,000); find_stores(max_depth=6, max_files=20000). What a bound cuts off is said in notes.
