@@ -5,6 +5,8 @@
   each with sources; the seed's ``rtx4090`` stays a valid id.
 - ``derivations/*.yaml``: one :class:`Derivation` per proof (statement, steps, result, per-framework
   behaviour, the rules it justifies, sources).
+- ``triggers.yaml``: the seed's trigger phrases, each routed to a tool (:class:`Trigger`).
+- ``families.yaml``: which rules each seed tool family looks at (:class:`FamilySelector`).
 """
 from __future__ import annotations
 
@@ -106,3 +108,19 @@ class Trigger(_Strict):
 def triggers() -> list[Trigger]:
     data = load_yaml((_root() / "triggers.yaml").read_text(encoding="utf-8"))
     return [Trigger.model_validate(x) for x in data]
+
+
+class FamilySelector(_Strict):
+    """Which rules a seed tool family looks at, and the GPU-derived risks it reports (skills/families.yaml)."""
+
+    all: bool = False
+    symptoms: list[str] = Field(default_factory=list)
+    pattern_classes: list[str] = Field(default_factory=list)
+    words: str | None = Field(None, description="Regex over a rule's id, title, what, tags, seed refs, pattern class.")
+    gpu_risks: list[Literal["pcie_only", "small_memory"]] = Field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def family_selectors() -> dict[str, FamilySelector]:
+    data = load_yaml((_root() / "families.yaml").read_text(encoding="utf-8"))
+    return {name: FamilySelector.model_validate(x) for name, x in data.items()}

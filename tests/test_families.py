@@ -159,3 +159,10 @@ def test_skill_md_is_valid_and_matches_the_product(tmp_path):
 def test_skill_install(tmp_path, capsys):
     assert main(["skill", "install", "--dir", str(tmp_path)]) == 0
     assert (tmp_path / "grpo-debug" / "SKILL.md").read_text() == (ROOT / "SKILL.md").read_text()
+
+
+def test_every_family_has_a_selector_in_the_catalogue():
+    from grpo_debug.skills.knowledge import family_selectors
+    from grpo_debug.tools.families import FAMILY_SPECS
+
+    assert set(family_selectors()) == set(FAMILY_SPECS)

@@ -5,7 +5,7 @@
 Python snippet, a bug id; ``path``: a file), plus a ``gpu`` from the spec table. No family holds a fact
 of its own: every item is built from rules (skills/rules), derivations (skills/derivations), the GPU
 table (skills/gpus.yaml) or the triage engine's findings on the input. A family is only a *selector*
-over the rule base (``common.FAMILY_SELECTORS``) plus a layout, one module per family.
+over the rule base (skills/families.yaml) plus a layout, one module per family.
 
 This module is the catalogue: names, operations (one ``Literal`` each), titles and help texts. The CLI's
 argparse choices and the MCP tools' enums are built from it, and it imports no engine, so that the MCP

@@ -3,9 +3,10 @@ avoid / gpu operations that several families offer over their own selection of r
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any, Callable
 
-from grpo_debug.skills.knowledge import GpuSpec, find_gpu, gpu_specs
+from grpo_debug.skills.knowledge import GpuSpec, family_selectors, find_gpu, gpu_specs
 from grpo_debug.skills.loader import RuleBase
 from grpo_debug.skills.schema import QuerySignal, Rule
 from grpo_debug.tools.errors import FamilyError
@@ -25,15 +26,12 @@ def _text_of(r: Rule) -> str:
     return " ".join([r.id, r.title, r.what, " ".join(r.tags), " ".join(r.seed_refs), r.pattern_class or ""]).lower()
 
 
-FAMILY_SELECTORS: dict[str, Callable[[Rule], bool]] = {
-    "nan_guide": lambda r: r.symptom == "nan_inf" or r.pattern_class == "moe_fp16_nan"
-    or bool(re.search(r"\bnan\b|fp16|precision|overflow|clipping", _text_of(r))),
-    "muon_clipping": lambda r: r.pattern_class == "muon_clipping" or "muon" in _text_of(r),
-    "stream_safety": lambda r: r.pattern_class in ("cuda_stream_safety", "execution_overlap_oom")
-    or bool(re.search(r"record_stream|overlap_comm|stream", _text_of(r))),
-    "playbook": lambda r: True,
-    "knowledge_map": lambda r: True,
-}
+def selects(family: str, r: Rule) -> bool:
+    """True when ``family`` looks at rule ``r`` (skills/families.yaml)."""
+    sel = family_selectors()[family]
+    return (sel.all or r.symptom in sel.symptoms or r.pattern_class in sel.pattern_classes
+            or bool(sel.words and re.search(sel.words, _text_of(r))))
+
 
 _STATUS_ORDER = {"verified": 0, "partial": 1, "unverified": 2, "not_found": 3}
 
@@ -108,7 +106,8 @@ def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
                                    f"bf16={'yes' if spec.bf16 else 'no'}, fp8={'yes' if spec.fp8 else 'no'}, {spec.interconnect}",
                               fields=spec.model_dump(exclude={"sources"}),
                               verification=min((s.status for s in spec.sources), key=lambda s: _STATUS_ORDER[s]))]
-    sel = FAMILY_SELECTORS[family]
+    sel = partial(selects, family)
+    risks = family_selectors()[family].gpu_risks
     names = {spec.id, *(a.lower() for a in spec.aliases)}
     for r in rb:
         text = _text_of(r) + " " + r.applies_to.hardware.lower() + " " + " ".join(
@@ -120,12 +119,12 @@ def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
             if sel(r) and re.search(r"bf16|fp16|precision", _text_of(r)):
                 items.append(_rule_item(r, kind="gpu_risk", body=f"{spec.name} has no bf16: training falls back to fp16 "
                                         f"with loss scaling, so fp16 overflow risks apply. {r.why}"))
-    if "no nvlink" in spec.interconnect.lower() and family in ("playbook", "stream_safety", "knowledge_map"):
+    if "no nvlink" in spec.interconnect.lower() and "pcie_only" in risks:
         items.append(Item(kind="gpu_risk", id=f"{spec.id}-pcie-only", title="No NVLink: collectives and weight sync cross PCIe",
                           body="Tensor-parallel all-reduce, FSDP/ZeRO gathers and actor-to-rollout weight sync run over PCIe; "
                                "prefer data parallel over TP within a node, and keep weight-sync groups small.",
                           fields={"interconnect": spec.interconnect}, verification="unverified"))
-    if spec.memory_gb <= 24 and family in ("playbook", "nan_guide", "knowledge_map"):
+    if spec.memory_gb <= 24 and "small_memory" in risks:
         for r in rb:
             if r.symptom == "cuda_oom" and sel(r) and r.kind == "guidance":
                 items.append(_rule_item(r, kind="gpu_risk"))
@@ -146,7 +145,7 @@ def _need(text: str | None, path: str | None, what: str, family: str, op: str) -
 
 
 def _family_rules(rb: RuleBase, family: str) -> list[Rule]:
-    return [r for r in rb if FAMILY_SELECTORS[family](r)]
+    return [r for r in rb if selects(family, r)]
 
 
 def _check(family: str, text, path, rb) -> FamilyReport:
