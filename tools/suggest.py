@@ -1,14 +1,14 @@
 """Route a free-text question to tools, operations and rules (the seed skill's triggers).
 
 Pure function over skills/triggers.yaml and the rule base: trigger phrases and their words score the
-tools; rules are ranked by :func:`grpo_debug.tools.families.common.rank_rules_for_query`. A pasted log or config
+tools; rules are ranked by :func:`grpo_debug.tools.search.rank_rules_for_query`. A pasted log or config
 is routed to ``triage`` first.
 """
 from __future__ import annotations
 
 from grpo_debug.skills.knowledge import triggers
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.families.common import rank_rules_for_query
+from grpo_debug.tools.search import rank_rules_for_query
 from grpo_debug.tools.inputs import looks_like_log_or_config
 from grpo_debug.tools.models import RuleSuggestion, Suggestion, ToolSuggestion
 

@@ -11,8 +11,9 @@ from grpo_debug.skills.loader import RuleBase
 from grpo_debug.skills.schema import QuerySignal, Rule
 from grpo_debug.tools.errors import FamilyError
 from grpo_debug.tools.families import FAMILY_SPECS, SEED_GPU, SEED_OPERATION_ALIASES
-from grpo_debug.tools.models import FamilyReport, Finding, Item
 from grpo_debug.tools.inputs import looks_like_log_or_config, read_input
+from grpo_debug.tools.models import FamilyReport, Finding, Item
+from grpo_debug.tools.search import rank_rules_for_query
 from grpo_debug.tools.triage import triage_text
 
 PATTERN_CLASSES = ("cuda_stream_safety", "muon_clipping", "discrete_decision_mismatch", "lora_distortion",
@@ -45,37 +46,6 @@ def _rule_item(r: Rule, kind: str = "rule", body: str | None = None, **fields: A
                 fields={"symptom": r.symptom, "fix": r.fix.summary, "confidence": r.confidence,
                         "frameworks": r.applies_to.frameworks, "seed_refs": r.seed_refs, **fields},
                 verification=best_status(r))
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9_#.+-]{2,}", text.lower()) if w not in _STOP}
-
-
-_STOP = {"the", "and", "for", "with", "in", "on", "of", "to", "is", "my", "a", "an", "at", "it", "after", "when",
-         "what", "why", "how", "does", "do", "run", "training", "train", "grpo", "i", "we", "our", "be", "are"}
-
-
-def rank_rules_for_query(text: str, rules: list[Rule]) -> list[tuple[float, Rule]]:
-    """Score rules against free text: query-signal phrases (x3), seed bug numbers and ids (x4), then
-    word overlap with title/what/tags. Highest first; zero scores dropped."""
-    low = text.lower()
-    words = _words(text)
-    out = []
-    for r in rules:
-        score = 0.0
-        for s in r.match.signals():
-            if isinstance(s, QuerySignal):
-                score += 3 * sum(1 for t in s.terms if t.lower() in low)
-        if r.id in low:
-            score += 6
-        nums = {n for src in r.sources for n in re.findall(r"(?:#|/(?:issues|pull)/)(\d{2,6})\b", src.ref + " " + src.note)}
-        nums |= {n for ref in r.seed_refs for n in re.findall(r"#(\d{2,6})", ref)}
-        score += 4 * sum(1 for n in nums if re.search(rf"(?<![\w.]){n}(?!\d)", low))
-        score += len(words & _words(r.title + " " + r.what + " " + " ".join(r.tags)))
-        if score > 0:
-            out.append((score, r))
-    out.sort(key=lambda x: (-x[0], x[1].id))
-    return out
 
 
 def _engine_findings(text: str | None, path: str | None, keep: Callable[[Finding], bool] | None = None,

@@ -7,10 +7,11 @@ from grpo_debug.skills.knowledge import Derivation, derivations
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.skills.schema import Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
-from grpo_debug.tools.families.common import (PATTERN_CLASSES, _STATUS_ORDER, _frameworks_table, _gpu, _need, _op,
-                                             _rule_item, _words, best_status, rank_rules_for_query)
-from grpo_debug.tools.models import FamilyReport, Item
+from grpo_debug.tools.families.common import (PATTERN_CLASSES, _STATUS_ORDER, _frameworks_table, _gpu, _need,
+                                             _op, _rule_item, best_status)
 from grpo_debug.tools.inputs import read_input
+from grpo_debug.tools.models import FamilyReport, Item
+from grpo_debug.tools.search import rank_rules_for_query, words
 
 
 def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation], str | None]:
@@ -33,7 +34,7 @@ def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation
     ds = [d for d in ders.values() if d.id in low or (pc and d.topic == pc) or (sym and d.topic == sym)
           or ids & set(d.rules)]
     if not ds:
-        ds = [d for d in ders.values() if _words(d.title + " " + d.topic.replace("_", " ") + " " + d.id.replace("-", " ")) & _words(low)]
+        ds = [d for d in ders.values() if words(d.title + " " + d.topic.replace("_", " ") + " " + d.id.replace("-", " ")) & words(low)]
     return rs, ds, pc or sym
 
 

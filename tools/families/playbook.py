@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.skills.symptoms import SYMPTOMS
-from grpo_debug.tools.families.common import (PATTERN_CLASSES, _STATUS_ORDER, _gpu, _op, _rule_item, best_status,
-                                             rank_rules_for_query)
+from grpo_debug.tools.families.common import PATTERN_CLASSES, _STATUS_ORDER, _gpu, _op, _rule_item, best_status
 from grpo_debug.tools.models import FamilyReport, Item
+from grpo_debug.tools.search import rank_rules_for_query
 
 
 def playbook(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
