@@ -18,14 +18,14 @@ Facts used:
 """
 from __future__ import annotations
 
-import json
 import re
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from grpo_debug.probes.base import probe
+from grpo_debug.probes.base import Confined, probe
 
 Severity = Literal["error", "warning", "info"]
 
@@ -104,46 +104,48 @@ class CheckpointReport(BaseModel):
         return not any(i.severity == "error" for i in self.issues)
 
 
+_FS: ContextVar[Confined] = ContextVar("checkpoint_folder")
+
+
+def _fs() -> Confined:
+    """The folder being inspected: every read below goes through it (links confined, regular files only)."""
+    return _FS.get()
+
+
+def _isdir(p: Path) -> bool:
+    return _fs().is_dir(p)
+
+
+def _isfile(p: Path) -> bool:
+    return _fs().is_file(p)
+
+
+def _size(p: Path) -> int:
+    return _fs().size(p)
+
+
 def _read_small_text(p: Path, limit: int = 4096) -> str | None:
-    try:
-        if not p.is_file() or p.stat().st_size > limit:
-            return None
-        return p.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    return _fs().text(p, limit)
 
 
 def _read_json(p: Path, limit: int = MAX_JSON_BYTES) -> tuple[Any, str | None]:
-    """(data, error). Refuses files over ``limit`` bytes."""
-    try:
-        size = p.stat().st_size
-        if size > limit:
-            return None, f"{p.name} is {size} bytes, over the {limit} byte limit; not parsed"
-        return json.loads(p.read_text(encoding="utf-8")), None
-    except (OSError, ValueError) as e:
-        return None, f"{p.name}: {type(e).__name__}: {e}"
+    """(data, error). Refuses files over ``limit`` bytes, links out of the folder, devices and FIFOs."""
+    return _fs().json(p, limit)
 
 
 def _is_lfs_pointer(p: Path) -> bool:
-    try:
-        if p.stat().st_size > 1024:
-            return False
-        with p.open("rb") as f:
-            return f.read(len(LFS_PREFIX)) == LFS_PREFIX
-    except OSError:
+    if _size(p) > 1024:
         return False
+    return (_fs().text(p, 1024) or "").encode()[:len(LFS_PREFIX)] == LFS_PREFIX
 
 
 def _names(p: Path) -> list[str]:
-    try:
-        return sorted(x.name for x in p.iterdir())
-    except OSError:
-        return []
+    return _fs().names(p)
 
 
 def _megatron_format(d: Path) -> tuple[list[str], bool, int]:
     names = _names(d)
-    mp = [n for n in names if _MP_RE.match(n) and (d / n).is_dir()]
+    mp = [n for n in names if _MP_RE.match(n) and _isdir(d / n)]
     distcp = [n for n in names if _DISTCP_RE.match(n)]
     torch_dist = bool(distcp) or ".metadata" in names
     return mp, torch_dist, len(distcp)
@@ -151,13 +153,13 @@ def _megatron_format(d: Path) -> tuple[list[str], bool, int]:
 
 def _inspect_megatron(root: Path, names: list[str], issues: list[CheckpointIssue]) -> MegatronInfo | None:
     tracker = root / TRACKER
-    iter_dirs = sorted(n for n in names if _ITER_RE.match(n) and (root / n).is_dir())
-    has_release = "release" in names and (root / "release").is_dir()
+    iter_dirs = sorted(n for n in names if _ITER_RE.match(n) and _isdir(root / n))
+    has_release = "release" in names and _isdir(root / "release")
     mp_here, dist_here, ncp_here = _megatron_format(root)
-    if not (tracker.exists() or iter_dirs or has_release or mp_here or dist_here):
+    if not (_isfile(tracker) or iter_dirs or has_release or mp_here or dist_here):
         return None
 
-    info = MegatronInfo(tracker_present=tracker.is_file(), iter_dirs=iter_dirs + (["release"] if has_release else []))
+    info = MegatronInfo(tracker_present=_isfile(tracker), iter_dirs=iter_dirs + (["release"] if has_release else []))
 
     if mp_here or dist_here:
         # The user pointed at an iteration folder itself (or a bare model folder without tracker).
@@ -206,7 +208,7 @@ def _inspect_megatron(root: Path, names: list[str], issues: list[CheckpointIssue
             target = iter_dirs[-1] if iter_dirs else None
         if info.release or info.iteration is not None:
             info.named_iter_dir = target
-            info.named_iter_dir_exists = (root / target).is_dir()
+            info.named_iter_dir_exists = _isdir(root / target)
             if not info.named_iter_dir_exists:
                 issues.append(CheckpointIssue(
                     severity="error",
@@ -216,7 +218,7 @@ def _inspect_megatron(root: Path, names: list[str], issues: list[CheckpointIssue
                          "an interrupted save or a partial copy leaves this state"),
                 ))
 
-    if target and (root / target).is_dir():
+    if target and _isdir(root / target):
         mp, dist, ncp = _megatron_format(root / target)
         info.mp_rank_dirs, info.torch_dist, info.distcp_files = mp, dist, ncp
         info.format = "torch_dist" if dist else ("legacy" if mp else "unknown")
@@ -236,15 +238,15 @@ def _inspect_megatron(root: Path, names: list[str], issues: list[CheckpointIssue
 
 
 def _inspect_deepspeed(root: Path, names: list[str], issues: list[CheckpointIssue]) -> DeepSpeedInfo | None:
-    steps = sorted((n for n in names if _GSTEP_RE.match(n) and (root / n).is_dir()),
+    steps = sorted((n for n in names if _GSTEP_RE.match(n) and _isdir(root / n)),
                    key=lambda n: int(_GSTEP_RE.match(n).group(1)))
     latest = root / "latest"
-    if not steps and not latest.is_file():
+    if not steps and not _isfile(latest):
         return None
     info = DeepSpeedInfo(global_step_dirs=steps, zero_to_fp32_script="zero_to_fp32.py" in names)
-    if latest.is_file():
+    if _isfile(latest):
         info.latest_value = (_read_small_text(latest) or "").strip()
-        info.latest_exists = bool(info.latest_value) and (root / info.latest_value).is_dir()
+        info.latest_exists = bool(info.latest_value) and _isdir(root / info.latest_value)
         if not info.latest_exists:
             issues.append(CheckpointIssue(
                 severity="error",
@@ -335,10 +337,10 @@ def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> 
 
     # weights
     index_name = next((n for n in ("model.safetensors.index.json", "pytorch_model.bin.index.json") if n in names), None)
-    present_weights = [n for n in names if n.endswith((".safetensors", ".bin")) and (root / n).is_file()]
+    present_weights = [n for n in names if n.endswith((".safetensors", ".bin")) and _isfile(root / n)]
     for n in present_weights:
         try:
-            info.weight_bytes += (root / n).stat().st_size
+            info.weight_bytes += _size(root / n)
         except OSError:
             pass
     info.lfs_pointer_files = [n for n in present_weights if _is_lfs_pointer(root / n)]
@@ -358,7 +360,7 @@ def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> 
                                           fix=f"re-download {index_name}"))
         else:
             info.shards_expected = sorted(set(map(str, wm.values())))
-            info.shards_present = [s for s in info.shards_expected if (root / s).is_file()]
+            info.shards_present = [s for s in info.shards_expected if _isfile(root / s)]
             info.missing_shards = [s for s in info.shards_expected if s not in info.shards_present]
             if info.missing_shards:
                 issues.append(CheckpointIssue(
@@ -367,12 +369,12 @@ def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> 
                             f"{', '.join(info.missing_shards[:8])}{'...' if len(info.missing_shards) > 8 else ''}",
                     fix="re-download the missing shards (huggingface-cli download <repo> --local-dir <dir> resumes), or re-copy the save",
                 ))
-            empty = [s for s in info.shards_present if (root / s).stat().st_size == 0]
+            empty = [s for s in info.shards_present if _size(root / s) == 0]
             if empty:
                 issues.append(CheckpointIssue(severity="error", message=f"empty shard files: {', '.join(empty[:5])}",
                                               fix="re-download or re-save them (interrupted write)"))
             total = (data.get("metadata") or {}).get("total_size") if isinstance(data.get("metadata"), dict) else None
-            shard_bytes = sum((root / s).stat().st_size for s in info.shards_present)
+            shard_bytes = sum(_size(root / s) for s in info.shards_present)
             if isinstance(total, (int, float)) and not info.missing_shards and shard_bytes < total:
                 issues.append(CheckpointIssue(
                     severity="error",
@@ -423,10 +425,20 @@ def inspect_checkpoint(path: str | Path) -> CheckpointReport:
             severity="error", message=f"{root} is a file; checkpoints are folders",
             fix=f"point at its folder {root.parent}"))
         return report
-    names = _names(root)
-    report.megatron = _inspect_megatron(root, names, report.issues)
-    report.deepspeed = _inspect_deepspeed(root, names, report.issues)
-    report.hf = _inspect_hf(root, names, report.issues)
+    token = _FS.set(Confined(root))
+    try:
+        names = _names(root)
+        report.megatron = _inspect_megatron(root, names, report.issues)
+        report.deepspeed = _inspect_deepspeed(root, names, report.issues)
+        report.hf = _inspect_hf(root, names, report.issues)
+        refused = _fs().refused
+    finally:
+        _FS.reset(token)
+    for name, why in list(refused.items())[:20]:
+        report.issues.append(CheckpointIssue(
+            severity="warning", message=f"{name}: {why}",
+            fix="copy the real file into the checkpoint folder (or probe the folder it belongs to); the probe reads "
+                "only regular files inside the folder it is given"))
     report.layouts = [k for k, v in (("megatron", report.megatron), ("deepspeed", report.deepspeed), ("hf", report.hf)) if v]
     if not report.layouts:
         report.issues.append(CheckpointIssue(

