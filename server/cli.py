@@ -166,19 +166,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.format == "json":
         _out(res.model_dump_json(indent=2))
         return 0
-    _out(res.summary)
-    if res.host is not None:
-        from grpo_debug.probes.collect import HostReport, render_host_text
+    from grpo_debug.tools.render.probe import render_probe_text
 
-        _out(render_host_text(HostReport.model_validate(res.host)))
-    for f in res.findings:
-        _out(f"* [{f.symptom}] {f.title} ({f.confidence})\n    fix: {f.fix}")
-    import json as _json
-
-    for name in ("checkpoint", "tokenizer", "memory", "cluster"):
-        val = getattr(res, name)
-        if val is not None:
-            _out(f"\n{name}:\n" + _json.dumps(val, indent=2, default=str))
+    sys.stdout.write(render_probe_text(res))
     return 0
 
 
