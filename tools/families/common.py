@@ -34,14 +34,16 @@ def selects(family: str, r: Rule) -> bool:
             or bool(sel.words and re.search(sel.words, _text_of(r))))
 
 
-_STATUS_ORDER = {"verified": 0, "partial": 1, "unverified": 2, "not_found": 3}
+STATUS_ORDER = {"verified": 0, "partial": 1, "unverified": 2, "not_found": 3}
 
 
 def best_status(rule: Rule) -> str:
-    return min((s.status for s in rule.sources), key=lambda s: _STATUS_ORDER[s])
+    """The best verification status among the rule's sources (verified > partial > unverified > not_found)."""
+    return min((s.status for s in rule.sources), key=lambda s: STATUS_ORDER[s])
 
 
-def _rule_item(r: Rule, kind: str = "rule", body: str | None = None, **fields: Any) -> Item:
+def rule_item(r: Rule, kind: str = "rule", body: str | None = None, **fields: Any) -> Item:
+    """A rule as a family report item: symptom, fix, confidence, frameworks, seed refs and its best status."""
     return Item(kind=kind, id=r.id, title=r.title, body=body if body is not None else r.why,
                 fields={"symptom": r.symptom, "fix": r.fix.summary, "confidence": r.confidence,
                         "frameworks": r.applies_to.frameworks, "seed_refs": r.seed_refs, **fields},
@@ -75,7 +77,7 @@ def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
                               body=f"{spec.memory_gb:g} GB {spec.memory_type}, {spec.arch} (CC {spec.compute_capability}), "
                                    f"bf16={'yes' if spec.bf16 else 'no'}, fp8={'yes' if spec.fp8 else 'no'}, {spec.interconnect}",
                               fields=spec.model_dump(exclude={"sources"}),
-                              verification=min((s.status for s in spec.sources), key=lambda s: _STATUS_ORDER[s]))]
+                              verification=min((s.status for s in spec.sources), key=lambda s: STATUS_ORDER[s]))]
     sel = partial(selects, family)
     risks = family_selectors()[family].gpu_risks
     names = {spec.id, *(a.lower() for a in spec.aliases)}
@@ -83,11 +85,11 @@ def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
         text = _text_of(r) + " " + r.applies_to.hardware.lower() + " " + " ".join(
             t for s in r.match.signals() if isinstance(s, QuerySignal) for t in s.terms)
         if sel(r) and any(re.search(rf"\b{re.escape(n)}\b", text) for n in names):
-            items.append(_rule_item(r, kind="gpu_rule"))
+            items.append(rule_item(r, kind="gpu_rule"))
     if not spec.bf16:
         for r in rb:
             if sel(r) and re.search(r"bf16|fp16|precision", _text_of(r)):
-                items.append(_rule_item(r, kind="gpu_risk", body=f"{spec.name} has no bf16: training falls back to fp16 "
+                items.append(rule_item(r, kind="gpu_risk", body=f"{spec.name} has no bf16: training falls back to fp16 "
                                         f"with loss scaling, so fp16 overflow risks apply. {r.why}"))
     if "no nvlink" in spec.interconnect.lower() and "pcie_only" in risks:
         items.append(Item(kind="gpu_risk", id=f"{spec.id}-pcie-only", title="No NVLink: collectives and weight sync cross PCIe",
@@ -97,7 +99,7 @@ def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
     if spec.memory_gb <= 24 and "small_memory" in risks:
         for r in rb:
             if r.symptom == "cuda_oom" and sel(r) and r.kind == "guidance":
-                items.append(_rule_item(r, kind="gpu_risk"))
+                items.append(rule_item(r, kind="gpu_risk"))
     seen: set[tuple[str, str]] = set()
     uniq = []
     for it in items:
@@ -109,18 +111,21 @@ def gpu_items(spec: GpuSpec, family: str, rb: RuleBase) -> list[Item]:
 
 # ---- families --------------------------------------------------------------------------------------
 
-def _need(text: str | None, path: str | None, what: str, family: str, op: str) -> None:
+def require_input(text: str | None, path: str | None, what: str, family: str, op: str) -> None:
+    """Raise FamilyError naming what the operation needs when neither text nor path is given."""
     if not text and not path:
         raise FamilyError(f"{family} {op} needs input: {what} (as `text`, or a file as `path`)")
 
 
-def _family_rules(rb: RuleBase, family: str) -> list[Rule]:
+def family_rules(rb: RuleBase, family: str) -> list[Rule]:
+    """The rules ``family`` looks at (skills/families.yaml)."""
     return [r for r in rb if selects(family, r)]
 
 
-def _check(family: str, text, path, rb) -> FamilyReport:
-    _need(text, path, "a config, launch script or log", family, "check")
-    ids = {r.id for r in _family_rules(rb, family)}
+def check_report(family: str, text, path, rb) -> FamilyReport:
+    """The ``check`` operation: triage findings on the input, kept to the causes among the family's rules."""
+    require_input(text, path, "a config, launch script or log", family, "check")
+    ids = {r.id for r in family_rules(rb, family)}
     fs, _ = _engine_findings(text, path, rules=rb)
     fs = [f.model_copy(update={"causes": [c for c in f.causes if c.rule_id in ids]}) for f in fs]
     fs = [f for f in fs if f.causes]
@@ -130,23 +135,25 @@ def _check(family: str, text, path, rb) -> FamilyReport:
                         rules=sorted({c.rule_id for f in fs for c in f.causes}))
 
 
-def _diagnose(family: str, text, path, rb) -> FamilyReport:
-    _need(text, path, "symptom words or a log", family, "diagnose")
-    rules = _family_rules(rb, family)
+def diagnose_report(family: str, text, path, rb) -> FamilyReport:
+    """The ``diagnose`` operation: findings for a log or config, else the family's rules ranked for the words."""
+    require_input(text, path, "symptom words or a log", family, "diagnose")
+    rules = family_rules(rb, family)
     if path or looks_like_log_or_config(text or ""):
-        rep = _check(family, text, path, rb)
+        rep = check_report(family, text, path, rb)
         rep.operation = "diagnose"
         if rep.findings:
             return rep
     ranked = rank_rules_for_query(text or "", rules)[:8]
-    items = [_rule_item(r, kind="cause", score=s) for s, r in ranked]
+    items = [rule_item(r, kind="cause", score=s) for s, r in ranked]
     summary = ("Most likely causes for the described symptoms: " + "; ".join(f"{it.title} ({it.id})" for it in items[:3])
                if items else "No rule of this family matches the description; try triage with the log itself.")
     return FamilyReport(family=family, operation="diagnose", summary=summary, items=items, rules=[i.id for i in items])
 
 
-def _avoid(family: str, text, path, rb) -> FamilyReport:
-    rules = _family_rules(rb, family)
+def avoid_report(family: str, text, path, rb) -> FamilyReport:
+    """The ``avoid`` operation: the family's fixes as recommendations, with one combined config patch."""
+    rules = family_rules(rb, family)
     if text or path:
         src = text if text else read_input(None, path)[0]
         ranked = [r for _, r in rank_rules_for_query(src, rules)] or rules
@@ -154,7 +161,7 @@ def _avoid(family: str, text, path, rb) -> FamilyReport:
         ranked = sorted(rules, key=lambda r: (r.kind != "guidance", -r.priority, r.id))
     items, patch = [], {}
     for r in ranked[:12]:
-        items.append(_rule_item(r, kind="recommendation", body=r.fix.summary, why=r.why, patch=r.fix.patch,
+        items.append(rule_item(r, kind="recommendation", body=r.fix.summary, why=r.why, patch=r.fix.patch,
                                 safety=r.fix.safety))
         for k, v in (r.fix.patch or {}).items():
             patch.setdefault(k, v)
@@ -165,7 +172,8 @@ def _avoid(family: str, text, path, rb) -> FamilyReport:
                         notes=notes + ([f"combined patch: {patch}"] if patch else []))
 
 
-def _gpu(family: str, gpu: str | None, rb) -> FamilyReport:
+def gpu_report(family: str, gpu: str | None, rb) -> FamilyReport:
+    """The ``gpu`` operation: one GPU's spec and the risks the family sees for it (default: the RTX 4090)."""
     spec = _resolve_gpu(gpu, SEED_GPU)
     items = gpu_items(spec, family, rb)
     n = len([i for i in items if i.kind != "gpu"])
@@ -176,7 +184,7 @@ def _gpu(family: str, gpu: str | None, rb) -> FamilyReport:
                         notes=["GPU spec sources: " + "; ".join(f"[{s.status}] {s.ref}" for s in spec.sources)])
 
 
-def _op(family: str, operation: str) -> str:
+def resolve_operation(family: str, operation: str) -> str:
     """The operation's canonical name (seed aliases resolved); FamilyError when the family has no such operation."""
     op = SEED_OPERATION_ALIASES.get(operation, operation)
     spec = FAMILY_SPECS[family]
@@ -186,7 +194,8 @@ def _op(family: str, operation: str) -> str:
     return op
 
 
-def _frameworks_table(rs: list[Rule]) -> list[Item]:
+def frameworks_table(rs: list[Rule]) -> list[Item]:
+    """One comparison item per framework: the rules, mechanisms and fixes that apply to it."""
     by_fw: dict[str, list[Rule]] = {}
     for r in rs:
         for fw in r.applies_to.frameworks or ["(any)"]:
@@ -194,6 +203,6 @@ def _frameworks_table(rs: list[Rule]) -> list[Item]:
     return [Item(kind="comparison", id=fw, title=fw, body="; ".join(r.title for r in v),
                  fields={"rules": [r.id for r in v], "mechanisms": [r.why for r in v],
                          "fixes": [r.fix.summary for r in v]},
-                 verification=min((best_status(r) for r in v), key=lambda s: _STATUS_ORDER[s]))
+                 verification=min((best_status(r) for r in v), key=lambda s: STATUS_ORDER[s]))
             for fw, v in sorted(by_fw.items())]
 

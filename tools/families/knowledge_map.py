@@ -7,8 +7,8 @@ from grpo_debug.skills.knowledge import Derivation, derivations
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.skills.schema import Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
-from grpo_debug.tools.families.common import (PATTERN_CLASSES, _STATUS_ORDER, _frameworks_table, _gpu, _need,
-                                             _op, _rule_item, best_status)
+from grpo_debug.tools.families.common import (PATTERN_CLASSES, STATUS_ORDER, best_status, frameworks_table,
+                                              gpu_report, require_input, resolve_operation, rule_item)
 from grpo_debug.tools.inputs import read_input
 from grpo_debug.tools.models import FamilyReport, Item
 from grpo_debug.tools.search import rank_rules_for_query, words
@@ -42,16 +42,16 @@ def _derivation_item(d: Derivation) -> Item:
     return Item(kind="derivation", id=d.id, title=d.title, body=d.statement,
                 fields={"steps": d.steps, "result": d.result, "topic": d.topic, "rules": d.rules,
                         "per_framework": [p.model_dump() for p in d.per_framework]},
-                verification=min((s.status for s in d.sources), key=lambda s: _STATUS_ORDER[s]))
+                verification=min((s.status for s in d.sources), key=lambda s: STATUS_ORDER[s]))
 
 
 def knowledge_map(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
                   rules: RuleBase | None = None) -> FamilyReport:
     """Algorithm-infra knowledge map (seed tool 5): theory -> bug -> decision chains, proofs, cross-framework."""
     rb = rules or default_rules()
-    op = _op("knowledge_map", operation)
+    op = resolve_operation("knowledge_map", operation)
     if op == "gpu":
-        return _gpu("knowledge_map", gpu, rb)
+        return gpu_report("knowledge_map", gpu, rb)
     if path and not text:
         text = read_input(None, path)[0]
     ders = derivations()
@@ -67,10 +67,10 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
     if op == "cross":
         topic = text or "cuda_stream_safety"
         rs, _, name = _resolve_topic(topic, rb)
-        items = _frameworks_table(rs)
+        items = frameworks_table(rs)
         return FamilyReport(family="knowledge_map", operation=op, items=items, rules=[r.id for r in rs],
                             summary=f"{name or topic}: {len(rs)} rule(s) across {len(items)} framework(s).")
-    _need(text, None, {"theory": "a bug, pattern class or symptom", "bug": "a bug number (#8061) or rule id",
+    require_input(text, None, {"theory": "a bug, pattern class or symptom", "bug": "a bug number (#8061) or rule id",
                        "decision": "a seed rule ('MUST DO 7') or rule id"}[op], "knowledge_map", op)
     if op == "decision":
         m = re.search(r"must\s*(do|not)\s*(\d+)", text.lower())
@@ -85,7 +85,7 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
     for r in rs:
         ds = [d for d in ders.values() if r.id in d.rules]
         if op == "theory":
-            items.append(_rule_item(r, kind="theory", body=r.why))
+            items.append(rule_item(r, kind="theory", body=r.why))
         elif op == "bug":
             items.append(Item(kind="chain", id=r.id, title=r.title,
                               body=f"bug -> pattern: {r.pattern_class or r.symptom} -> decision: {', '.join(r.seed_refs) or r.fix.summary}",
@@ -93,7 +93,7 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
                                       "symptom": r.symptom, "decisions": r.seed_refs, "fix": r.fix.summary,
                                       "derivations": [d.id for d in ds]}, verification=best_status(r)))
         else:
-            items.append(_rule_item(r, kind="decision", body=r.why, justification=[d.result for d in ds],
+            items.append(rule_item(r, kind="decision", body=r.why, justification=[d.result for d in ds],
                                     derivations=[d.id for d in ds]))
         items += [_derivation_item(d) for d in ds if op == "theory" and not any(i.id == d.id for i in items)]
     if not items:

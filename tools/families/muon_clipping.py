@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.families.common import _avoid, _check, _diagnose, _gpu, _op
+from grpo_debug.tools.families.common import (avoid_report, check_report, diagnose_report, gpu_report,
+                                              resolve_operation)
 from grpo_debug.tools.models import FamilyReport
 
 
@@ -10,7 +11,7 @@ def muon_clipping(operation: str, text: str | None = None, path: str | None = No
                   rules: RuleBase | None = None) -> FamilyReport:
     """Muon clipping avoidance (seed tool 3): Muon under global grad-norm clipping / ChainedOptimizer."""
     rb = rules or default_rules()
-    op = _op("muon_clipping", operation)
-    return {"check": lambda: _check("muon_clipping", text, path, rb),
-            "diagnose": lambda: _diagnose("muon_clipping", text, path, rb),
-            "avoid": lambda: _avoid("muon_clipping", text, path, rb), "gpu": lambda: _gpu("muon_clipping", gpu, rb)}[op]()
+    op = resolve_operation("muon_clipping", operation)
+    return {"check": lambda: check_report("muon_clipping", text, path, rb),
+            "diagnose": lambda: diagnose_report("muon_clipping", text, path, rb),
+            "avoid": lambda: avoid_report("muon_clipping", text, path, rb), "gpu": lambda: gpu_report("muon_clipping", gpu, rb)}[op]()

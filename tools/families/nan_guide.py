@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.families.common import _avoid, _check, _diagnose, _gpu, _op
+from grpo_debug.tools.families.common import (avoid_report, check_report, diagnose_report, gpu_report,
+                                              resolve_operation)
 from grpo_debug.tools.models import FamilyReport
 
 
@@ -11,6 +12,6 @@ def nan_guide(operation: str, text: str | None = None, path: str | None = None, 
     """NaN debugging guide (seed tool 2): check a config for NaN risks, diagnose from symptoms or a log,
     avoidance recommendations, per-GPU NaN risks."""
     rb = rules or default_rules()
-    op = _op("nan_guide", operation)
-    return {"check": lambda: _check("nan_guide", text, path, rb), "diagnose": lambda: _diagnose("nan_guide", text, path, rb),
-            "avoid": lambda: _avoid("nan_guide", text, path, rb), "gpu": lambda: _gpu("nan_guide", gpu, rb)}[op]()
+    op = resolve_operation("nan_guide", operation)
+    return {"check": lambda: check_report("nan_guide", text, path, rb), "diagnose": lambda: diagnose_report("nan_guide", text, path, rb),
+            "avoid": lambda: avoid_report("nan_guide", text, path, rb), "gpu": lambda: gpu_report("nan_guide", gpu, rb)}[op]()

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.families.common import _check, _family_rules, _frameworks_table, _gpu, _need, _op, _rule_item
+from grpo_debug.tools.families.common import (check_report, family_rules, frameworks_table, gpu_report,
+                                              require_input, resolve_operation, rule_item)
 from grpo_debug.tools.models import FamilyReport, Finding, Item
 from grpo_debug.tools.inputs import is_python, read_input
 
@@ -12,20 +13,20 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
     """CUDA stream safety (seed tool 4): map the patterns across frameworks, analyze a config or a Python
     snippet, compare frameworks, per-GPU report."""
     rb = rules or default_rules()
-    op = _op("stream_safety", operation)
-    rs = _family_rules(rb, "stream_safety")
+    op = resolve_operation("stream_safety", operation)
+    rs = family_rules(rb, "stream_safety")
     if op == "gpu":
-        return _gpu("stream_safety", gpu, rb)
+        return gpu_report("stream_safety", gpu, rb)
     if op == "map":
-        items = [_rule_item(r, kind="pattern", sources=[s.model_dump() for s in r.sources]) for r in rs]
+        items = [rule_item(r, kind="pattern", sources=[s.model_dump() for s in r.sources]) for r in rs]
         return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
                             summary=f"{len(items)} stream-safety patterns (record_stream, overlap_comm, side-stream lifetimes) "
                                     "with their real references and verification status.")
     if op == "compare":
-        items = _frameworks_table(rs)
+        items = frameworks_table(rs)
         return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
                             summary=f"Stream-safety mechanisms side by side for {len(items)} frameworks.")
-    _need(text, path, "a config, launch script or a Python snippet", "stream_safety", "analyze")
+    require_input(text, path, "a config, launch script or a Python snippet", "stream_safety", "analyze")
     src = text if text is not None else read_input(None, path)[0]
     items: list[Item] = []
     notes: list[str] = []
@@ -43,7 +44,7 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
         summary = rep.summary
         fs: list[Finding] = []
     else:
-        r = _check("stream_safety", text, path, rb)
+        r = check_report("stream_safety", text, path, rb)
         fs = r.findings
         if ss is not None:
             from grpo_debug.tools.triage import build_context
