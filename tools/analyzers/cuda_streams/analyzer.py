@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import ast
 
-from grpo_debug.tools.analyzers.cuda_streams.report import StreamReport, _sorted, _summary
-from grpo_debug.tools.analyzers.cuda_streams.side_use import SideUseCheck
+from grpo_debug.tools.analyzers.cuda_streams.async_collectives import AsyncCollectivesCheck
 from grpo_debug.tools.analyzers.cuda_streams.missing_wait import MissingWaitCheck
 from grpo_debug.tools.analyzers.cuda_streams.non_blocking import NonBlockingCheck
 from grpo_debug.tools.analyzers.cuda_streams.record_current import RecordCurrentCheck
-from grpo_debug.tools.analyzers.cuda_streams.async_collectives import AsyncCollectivesCheck
+from grpo_debug.tools.analyzers.cuda_streams.report import StreamReport, by_severity, summarize
+from grpo_debug.tools.analyzers.cuda_streams.side_use import SideUseCheck
 
 
 class Analyzer(SideUseCheck, MissingWaitCheck, NonBlockingCheck, RecordCurrentCheck, AsyncCollectivesCheck):
@@ -43,8 +43,8 @@ def analyze_code(source: str, filename: str = "<snippet>") -> StreamReport:
         return StreamReport(error=f"{filename}: {e}", summary=f"could not analyse {filename}: {e}")
     an = Analyzer(tree)
     an.run()
-    findings = _sorted(an.findings)
+    findings = by_severity(an.findings)
     blocks_txt = f"{an.n_blocks} side-stream block{'s' if an.n_blocks != 1 else ''}"
     where = blocks_txt if an.n_blocks else "code with no side-stream block"
-    summary = _summary(findings, where, f" ({blocks_txt})" if an.n_blocks else "")
+    summary = summarize(findings, where, f" ({blocks_txt})" if an.n_blocks else "")
     return StreamReport(findings=findings, streams=an.streams, blocks=an.n_blocks, summary=summary)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from grpo_debug.tools.analyzers.cuda_streams.report import (SRC_DS_8061, SRC_TORCHTITAN_735, SRC_VERL_6976,
-                                                            StreamFinding, StreamReport, _sorted, _summary)
+                                                            StreamFinding, StreamReport, by_severity, summarize)
 
 
 # ---------------------------------------------------------------------------- config facts
@@ -176,5 +176,5 @@ def analyze_config(facts: dict[str, object]) -> StreamReport:
       needs that, but with FSDP2 it serialises prefetch and overlap (verl PR #6976).
     """
     facts = dict(facts or {})
-    findings = _sorted([*_overlap_comm(facts), *_avoid_record_streams(facts), *_max_connections(facts)])
-    return StreamReport(findings=findings, summary=_summary(findings, f"{len(facts)} config fact{'s' if len(facts) != 1 else ''}"))
+    findings = by_severity([*_overlap_comm(facts), *_avoid_record_streams(facts), *_max_connections(facts)])
+    return StreamReport(findings=findings, summary=summarize(findings, f"{len(facts)} config fact{'s' if len(facts) != 1 else ''}"))

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import ast
 
-from grpo_debug.tools.analyzers.cuda_streams.report import SRC_RECORD_STREAM, StreamFinding
-from grpo_debug.tools.analyzers.cuda_streams.scopes import _Scope, _pos, _ref, _src
 from grpo_debug.tools.analyzers.cuda_streams.base import AnalyzerBase
+from grpo_debug.tools.analyzers.cuda_streams.report import SRC_RECORD_STREAM, StreamFinding
+from grpo_debug.tools.analyzers.cuda_streams.scopes import Scope, position, ref_name, source_of
 
 
 class RecordCurrentCheck(AnalyzerBase):
     """Mixin of the analyzer: see the module docstring."""
 
     # 5: record_stream with the current stream (pointless for locally made tensors)
-    def _check_record_current(self, sc: _Scope) -> None:
+    def _check_record_current(self, sc: Scope) -> None:
         for c in sc.calls:
             f = c.func
             if not (isinstance(f, ast.Attribute) and f.attr == "record_stream" and c.args):
@@ -25,20 +25,20 @@ class RecordCurrentCheck(AnalyzerBase):
                 continue
             if self._in_any_block(sc, c) is not None:
                 continue  # inside a side block, current_stream() *is* the side stream
-            ref = _ref(f.value)
+            ref = ref_name(f.value)
             if ref is None or ref in sc.params or ref.startswith(("self.", "cls.")):
                 continue
-            items = [(s, v) for s, v in sc.assigns.get(ref, []) if _pos(s) < _pos(c)]
+            items = [(s, v) for s, v in sc.assigns.get(ref, []) if position(s) < position(c)]
             if not items or any(self._in_any_block(sc, s) is not None for s, _ in sc.assigns.get(ref, [])):
                 continue
-            _, v = max(items, key=lambda sv: _pos(sv[0]))
+            _, v = max(items, key=lambda sv: position(sv[0]))
             if not self._local_alloc(v):
                 continue
             self.findings.append(StreamFinding(
                 check="record_stream_on_current_stream", severity="low",
                 line=c.lineno, end_line=c.end_lineno,
                 message=(
-                    f"`{_src(c)}` records the stream `{ref}` was allocated on, so it does nothing. "
+                    f"`{source_of(c)}` records the stream `{ref}` was allocated on, so it does nothing. "
                     "record_stream matters only for a stream *other* than the allocating one. If "
                     f"`{ref}` is used on a side stream, that stream is not protected."
                 ),

@@ -15,7 +15,7 @@ SRC_PT_188655 = "https://github.com/pytorch/pytorch/issues/188655"
 SRC_VERL_6976 = "https://github.com/verl-project/verl/pull/6976"
 
 Severity = Literal["high", "medium", "low", "info"]
-_SEV_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
 
@@ -49,7 +49,7 @@ class StreamReport(BaseModel):
 
 
 
-def _summary(findings: list[StreamFinding], where: str, risk_where: str = "") -> str:
+def summarize(findings: list[StreamFinding], where: str, risk_where: str = "") -> str:
     """'2 risks: 1 high, 1 medium[ in ...][ (1 note)]' or 'no stream-safety risk found in ...'."""
     risks = [f for f in findings if f.severity != "info"]
     notes = len(findings) - len(risks)
@@ -61,5 +61,6 @@ def _summary(findings: list[StreamFinding], where: str, risk_where: str = "") ->
     return f"{len(risks)} risk{'s' if len(risks) != 1 else ''}: {', '.join(counts)}{risk_where}{note_txt}"
 
 
-def _sorted(findings: list[StreamFinding]) -> list[StreamFinding]:
-    return sorted(findings, key=lambda f: (_SEV_ORDER[f.severity], f.line or 0, f.check))
+def by_severity(findings: list[StreamFinding]) -> list[StreamFinding]:
+    """Most severe first, then by line and check."""
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.line or 0, f.check))

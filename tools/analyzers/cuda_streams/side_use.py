@@ -9,26 +9,27 @@ from __future__ import annotations
 
 import ast
 
-from grpo_debug.tools.analyzers.cuda_streams.report import SRC_RECORD_STREAM, StreamFinding
-from grpo_debug.tools.analyzers.cuda_streams.scopes import _Block, _Scope, _inside, _pos, _src, _stmt_of
 from grpo_debug.tools.analyzers.cuda_streams.base import AnalyzerBase
+from grpo_debug.tools.analyzers.cuda_streams.report import SRC_RECORD_STREAM, StreamFinding
+from grpo_debug.tools.analyzers.cuda_streams.scopes import (Block, Scope, is_inside, position, source_of,
+                                                            statement_of)
 
 
 class SideUseCheck(AnalyzerBase):
     """Mixin of the analyzer: see the module docstring."""
 
     # 1+2: tensors from outside used on the side stream
-    def _check_side_use(self, sc: _Scope, blk: _Block) -> None:
+    def _check_side_use(self, sc: Scope, blk: Block) -> None:
         candidates: dict[str, int] = {}  # ref -> line of its last producer before the block (0 = param)
         for p in sc.params:
             candidates[p] = 0
         for ref, items in sc.assigns.items():
-            before = [(s, v) for s, v in items if _pos(s) < _pos(blk.node) and not _inside(s, blk.node) and s is not blk.node]
+            before = [(s, v) for s, v in items if position(s) < position(blk.node) and not is_inside(s, blk.node) and s is not blk.node]
             if not before:
                 continue
             if ref.startswith(("self.", "cls.")):
                 continue
-            last_stmt, last_val = max(before, key=lambda sv: _pos(sv[0]))
+            last_stmt, last_val = max(before, key=lambda sv: position(sv[0]))
             if self._non_tensor_value(last_val):
                 candidates.pop(ref, None)
                 continue
@@ -38,18 +39,18 @@ class SideUseCheck(AnalyzerBase):
         for ref, produced_line in candidates.items():
             if ref in stream_refs or ref in self.streams:
                 continue
-            in_block_assign = [s for s, _ in sc.assigns.get(ref, []) if _inside(s, blk.node)]
+            in_block_assign = [s for s, _ in sc.assigns.get(ref, []) if is_inside(s, blk.node)]
             uses = []
             for n, kind in self._reads(sc, ref):
-                if kind != "use" or not _inside(n, blk.node):
+                if kind != "use" or not is_inside(n, blk.node):
                     continue
-                st = _stmt_of(n)
-                if any(_pos(a) < _pos(st) for a in in_block_assign):
+                st = statement_of(n)
+                if any(position(a) < position(st) for a in in_block_assign):
                     continue  # rebound inside the block before this read
                 uses.append(n)
             if not uses:
                 continue
-            first = min(uses, key=_pos)
+            first = min(uses, key=position)
             if self._has_record_stream(sc, ref):
                 continue
             if self._prologue_wait(sc, blk, produced_line, first):
@@ -76,22 +77,22 @@ class SideUseCheck(AnalyzerBase):
             source=SRC_RECORD_STREAM,
         ))
 
-    def _prologue_wait(self, sc: _Scope, blk: _Block, produced_line: int, first_use: ast.AST) -> bool:
+    def _prologue_wait(self, sc: Scope, blk: Block, produced_line: int, first_use: ast.AST) -> bool:
         for c in sc.calls:
-            if not (produced_line < c.lineno and _pos(c) < _pos(first_use)):
+            if not (produced_line < c.lineno and position(c) < position(first_use)):
                 continue
             if self._is_device_sync(c):
                 return True
             f = c.func
             if not isinstance(f, ast.Attribute):
                 continue
-            recv = _src(f.value)
-            inside = _inside(c, blk.node)
+            recv = source_of(f.value)
+            inside = is_inside(c, blk.node)
             if f.attr in {"wait_stream", "wait_event"}:
                 if recv == blk.stream or (inside and self._is_current_stream_expr(f.value, sc)):
                     return True
             if f.attr == "wait" and self._is_event_ref(f.value, sc):
-                if (inside and not c.args) or (c.args and _src(c.args[0]) == blk.stream):
+                if (inside and not c.args) or (c.args and source_of(c.args[0]) == blk.stream):
                     return True
             if f.attr == "synchronize" and (recv == blk.stream or self._is_event_ref(f.value, sc)):
                 return True
