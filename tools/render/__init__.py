@@ -1,1 +1,2 @@
-"""Human text for each result type (rich renderables); JSON is the models' own dump."""
+"""Human text, one module per result type: triage and rule pages (rich), family reports, probe results and
+short lists (plain text). JSON is each model's own dump."""
