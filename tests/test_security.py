@@ -334,8 +334,7 @@ def test_unknown_yaml_tags_are_refused_and_never_run(tmp_path):
 def _env_config() -> str:
     base = (REPO / "tests" / "configs" / "verl_ppo_trainer_bad.yaml").read_text(encoding="utf-8")
     base = base.replace("train_batch_size: 100", "train_batch_size: ${oc.decode:${oc.env:RT_NUM_SECRET}}")
-    base = base.replace("name: vllm", "name: ${oc.env:RT_SECRET}")
-    base = base.replace("loss_agg_mode: token-mean", "loss_agg_mode: ${oc.env:RT_SECRET,token-mean}")
+    base = base.replace("target_modules: all-linear", "target_modules: ${oc.env:RT_SECRET,all-linear}")
     return base + "trainer_extra:\n  project_name: ${oc.env:RT_SECRET}\n  home: ${oc.env:HOME}\n"
 
 
@@ -395,7 +394,10 @@ def test_whitespace_lines_are_linear(tmp_path):
     """Attack 4: 2 MB of whitespace lines took 72 s."""
     f = _write(tmp_path / "spaces.log", (" " * 200_000 + "\n") * 10)
     g = _write(tmp_path / "tabs.log", ("\t " * 100_000 + "x\n") * 10)
-    for p in (f, g):
+    h = _write(tmp_path / "metric_spaces.log", ("step:1 - a:1" + " " * 19_900 + "\n" + "x" + " " * 19_900 + "y\n"
+                                                + "step" + " " * 19_900 + "\n") * 17)
+    assert h.stat().st_size > 1_000_000
+    for p in (f, g, h):
         for cmd in ("check", "triage"):
             assert_answered(cli(cmd, p))
 

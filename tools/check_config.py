@@ -15,24 +15,48 @@ from grpo_debug.tools.models import TriageResult
 from grpo_debug.tools.inputs import read_input, sniff_format
 from grpo_debug.tools.triage import triage_text
 
+def _quote_after(line: str, quote: str | None) -> str | None:
+    """The quote (' or ") still open at the end of ``line`` when ``quote`` was open at its start (POSIX shell
+    rules: backslash escapes outside single quotes, # starts a comment at a word start)."""
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if quote == "'":
+            if c == "'":
+                quote = None
+        elif quote == '"':
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quote = None
+        elif c == "\\":
+            i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1].isspace()):
+            break
+        i += 1
+    return quote
+
+
 def _check_shell(s: str, label: str) -> None:
     """Unbalanced quotes in a launch script: an error naming the line where the command starts. A quoted
     value may span lines (e.g. RUNTIME_ENV_JSON="{ ... }"); only a quote still open at the end is an error."""
     buf: list[str] = []
     start = None
+    quote: str | None = None
     for no, line in enumerate(s.splitlines(), 1):
         if line.lstrip().startswith("#") and not buf:
             continue
         if not buf:
             start = no
         buf.append(line[:-1] if line.rstrip().endswith("\\") else line)
-        if line.rstrip().endswith("\\"):
-            continue
-        try:
+        quote = _quote_after(line, quote)
+        if line.rstrip().endswith("\\") or quote:
+            continue  # a continuation, or the quoted value goes on on the next line
+        try:  # one parse per complete command: linear however long an open quote runs
             shlex.split("\n".join(buf), comments=True)
         except ValueError as e:
-            if "No closing quotation" in str(e):
-                continue  # the quoted value goes on on the next line
             raise ConfigParseError(f"{label}: cannot parse the shell command starting at line {start}: {e}") from e
         buf = []
     if buf:

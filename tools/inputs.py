@@ -90,7 +90,7 @@ def sniff_format(s: str, hint: str | None) -> str:
     lines = [ln for ln in s.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if lines and sum(bool(re.match(r"^\s*(-\s|[\w.-]+:(\s|$))", ln)) for ln in lines) >= 0.8 * len(lines):
         return "yaml"
-    if re.search(r"^\s*(python3?|torchrun|deepspeed|ray job submit|accelerate launch|bash|export)\b|\\\s*$", s, re.M):
+    if re.search(r"^[ \t]*(python3?|torchrun|deepspeed|ray job submit|accelerate launch|bash|export)\b|\\[ \t]*$", s, re.M):
         return "sh"
     return "log"
 
@@ -98,9 +98,9 @@ def sniff_format(s: str, hint: str | None) -> str:
 def looks_like_log_or_config(text: str) -> bool:
     """True when free text is a pasted log, config or command rather than a few words."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return len(lines) >= 3 or bool(re.search(r"step[: ]\d|Traceback|Error:|^\s*[\w.]+=|--\w|^\s*\{|^\s*\w+:\s", text, re.M))
+    return len(lines) >= 3 or bool(re.search(r"step[: ]\d|Traceback|Error:|^[ \t]*[\w.]+=|--\w|^[ \t]*\{|^[ \t]*\w+:\s", text, re.M))
 
 
 def is_python(text: str) -> bool:
     """True when the text reads as Python source (imports, defs, torch assignments)."""
-    return bool(re.search(r"^\s*(import |from \S+ import |def |class |with |[\w.]+\s*=\s*torch\.)", text, re.M))
+    return bool(re.search(r"^[ \t]*(import |from \S+ import |def |class |with |[\w.]+[ \t]*=[ \t]*torch\.)", text, re.M))

@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # node marks (line numbers) work with both
-
+from grpo_debug.tools.engine.documents import (DocumentError, compose_yaml, load_json, resolve_interpolations,
+                                               scalar_value)
 from grpo_debug.tools.engine.normalize import Line
 
 
@@ -106,7 +106,7 @@ def parse_override_value(v: str):
     through OmegaConf's dotlist grammar as verl does; plain scalar parsing as a fallback."""
     if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
         v = v[1:-1]  # shell quoting around the whole value
-    if v == "" or "$" in v:
+    if v == "" or "$" in v or len(v) > 2000:  # OmegaConf's grammar never sees interpolations or huge values
         return parse_scalar(v)
     try:
         from omegaconf import OmegaConf
@@ -118,43 +118,28 @@ def parse_override_value(v: str):
 
 
 def _resolve_interpolations(text: str, flat: list[tuple[str, Any, int]]) -> list[tuple[str, Any, int]]:
-    """Replace ${a.b} interpolations in a YAML document's values by what OmegaConf resolves them to
-    (verl's Hydra configs use them, e.g. response_length: ${data.max_response_length})."""
-    if not any(isinstance(v, str) and "${" in v for _, v, _ in flat):
-        return flat
-    try:
-        from omegaconf import OmegaConf
-
-        cfg = OmegaConf.create(yaml.safe_load(text))
-    except Exception:  # noqa: BLE001
-        return flat
-    out = []
-    for k, v, no in flat:
-        if isinstance(v, str) and "${" in v:
-            try:
-                r = OmegaConf.select(cfg, k, throw_on_resolution_failure=False)
-                v = OmegaConf.to_container(r) if OmegaConf.is_config(r) else (v if r is None else r)
-            except Exception:  # noqa: BLE001
-                pass
-        out.append((k, v, no))
-    return out
+    """${a.b} interpolations resolved against the same document only (never the environment); see documents."""
+    return resolve_interpolations(flat)
 
 
 def parse_document_strict(text: str, fmt: str, label: str = "<text>") -> list[tuple[str, Any, int]]:
-    """Flatten a YAML/JSON document or raise ConfigParseError naming the line and the problem."""
-    if fmt == "json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigParseError(f"{label}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
-        if not isinstance(data, dict):
-            raise ConfigParseError(f"{label}: a JSON config must be an object at the top level")
+    """Flatten a YAML/JSON document or raise ConfigParseError naming the input, the line and the problem."""
     try:
-        node = yaml.compose(text, Loader=_COMPOSER)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigParseError(f"{label}: invalid {fmt.upper()}{where}: {getattr(e, 'problem', None) or e}") from e
+        if fmt == "json":
+            try:
+                data = load_json(text)
+            except json.JSONDecodeError as e:
+                raise ConfigParseError(f"{label}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+            if not isinstance(data, dict):
+                raise ConfigParseError(f"{label}: a JSON config must be an object at the top level")
+        try:
+            node = compose_yaml(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ConfigParseError(f"{label}: invalid {fmt.upper()}{where}: {getattr(e, 'problem', None) or e}") from e
+    except DocumentError as e:
+        raise ConfigParseError(f"{label}: refused {fmt.upper()} document: {e}") from None
     if node is None:
         return []
     if not isinstance(node, yaml.MappingNode):
@@ -165,42 +150,58 @@ def parse_document_strict(text: str, fmt: str, label: str = "<text>") -> list[tu
 
 
 def _flatten_node(node: yaml.Node, prefix: str, out: list[tuple[str, Any, int]]) -> None:
+    """(key, value, line) of every leaf; the node graph was checked by compose_yaml (bounded expansion)."""
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             key = f"{prefix}.{k.value}" if prefix else str(k.value)
             if isinstance(v, yaml.ScalarNode):
-                val = yaml.safe_load(yaml.serialize(v)) if v.tag != "tag:yaml.org,2002:str" else v.value
-                out.append((key, val, k.start_mark.line + 1))
+                out.append((key, scalar_value(v), k.start_mark.line + 1))
             elif isinstance(v, yaml.SequenceNode) and all(isinstance(x, yaml.ScalarNode) for x in v.value):
                 out.append((key, [parse_scalar(x.value) for x in v.value], k.start_mark.line + 1))
             else:
                 _flatten_node(v, key, out)
 
 
-def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
-    """Flatten a YAML/JSON mapping document into (key, value, 1-based line). None if not a mapping."""
+def _flatten_json(text: str) -> list[tuple[str, Any, int]] | None:
     try:
-        node = yaml.compose(text, Loader=_COMPOSER)
-    except yaml.YAMLError:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return None
-        if not isinstance(data, dict):
-            return None
-        out: list[tuple[str, Any, int]] = []
-        lines = text.splitlines()
+        data = load_json(text)
+    except (ValueError, DocumentError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    first_line: dict[str, int] = {}  # one pass: the line each quoted key first appears on
+    for i, line in enumerate(text.splitlines(), 1):
+        for m in _JSON_KEY.finditer(line):
+            first_line.setdefault(m.group(1), i)
+    out: list[tuple[str, Any, int]] = []
+    stack = [(iter(data.items()), "")]  # depth-first in document order, without recursion
+    while stack:
+        it, prefix = stack[-1]
+        item = next(it, None)
+        if item is None:
+            stack.pop()
+            continue
+        k, v = item
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict):
+            stack.append((iter(v.items()), key))
+        else:
+            out.append((key, v, first_line.get(str(k), 1)))
+    return out
 
-        def walk(d: dict, prefix: str) -> None:
-            for k, v in d.items():
-                key = f"{prefix}.{k}" if prefix else str(k)
-                if isinstance(v, dict):
-                    walk(v, key)
-                else:
-                    no = next((i + 1 for i, l in enumerate(lines) if f'"{k}"' in l), 1)
-                    out.append((key, v, no))
-        walk(data, "")
-        return out
+
+_JSON_KEY = re.compile(r'"([^"\\]{1,200})"')
+
+
+def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
+    """Flatten a YAML/JSON mapping document into (key, value, 1-based line). None if not a mapping, or a
+    document the safe loader refuses (alias bomb, recursion, unknown tag, too deep, huge integer)."""
+    try:
+        node = compose_yaml(text)
+    except DocumentError:
+        return None
+    except yaml.YAMLError:
+        return _flatten_json(text)
     if not isinstance(node, yaml.MappingNode):
         return None
     out = []
@@ -219,8 +220,8 @@ _DS_PRINT = re.compile(r"\[config\.py:\d+:print\]\s+(\w+)\s+\.{2,}\s*(.*)$")
 _ENV = re.compile(r"^(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\S*)")
 _PIP_LIST = re.compile(r"^([A-Za-z][\w.-]*)\s+(\d+(?:\.\d+)+[\w.+-]*)\s*$")
 _PIP_SHOW = re.compile(r"pip show (\S+)\s*->\s*Version:\s*(\S+)|^Version:\s*(\S+)")
-_CLUSTER = re.compile(r"(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(?:x\s*)?(?:[\w-]+\s+)*?GPUs?|"
-                      r"(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)
+_CLUSTER = re.compile(r"(?<!\d)(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(?:x\s*)?(?:[\w-]{1,40}\s+){0,4}?GPUs?|"
+                      r"(?<!\d)(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)  # digit runs start only once: linear
 _COMMENT_KV = re.compile(r'"(\w+)"\s*:\s*(-?[\d.]+(?:e-?\d+)?|true|false|"[^"]*")')
 _COMMENT_VERSION = re.compile(r"\b(trl|verl|vllm|sglang|deepspeed|openrlhf|slime|relax|megatron-core|megatron-lm|torch|ray|"
                               r"transformers)[ =v]+(\d+\.\d+(?:\.[\w]+)*)", re.I)

@@ -33,9 +33,12 @@ _BARE_DICT = re.compile(r"^\s*(\{['\"].*\})\s*$")
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|(.*)$")
 _DS_OVERFLOW = re.compile(r"(?:OVERFLOW!|[Oo]verflow detected|overflow!).*?Attempted loss scale:\s*([\d.e+]+)(?:,\s*(?:but hysteresis.*|reducing to\s*([\d.e+]+)))?")
 _DS_PROGRESS = re.compile(r"\bstep=(\d+),\s*skipped=(\d+)")
-_TQDM_POSTFIX = re.compile(r"\|\s*\d+/\d+\s*\[[^\]]*?,\s*((?:[\w/]+=[^,\]]+,?\s*){2,})\]")
-_GENERIC_STEP = re.compile(r"(?:\bglobal_step|\bstep|\biteration|\biter)\s*[:=\s]\s*#?(\d+)\b", re.I)
-_GENERIC_PAIR = re.compile(r"(?<![\w./|-])([A-Za-z_][\w./@-]*)\s*[:=]\s*(" + _NUM + r")(?![\w.])")
+# tqdm postfix "| 3/10 [00:01<00:09, 1.2it/s, loss=1, lr=2]": pairs split only at commas (no nested repeats;
+# linear on hostile lines), the text before them holds no '='
+_TQDM_POSTFIX = re.compile(r"\|\s*\d+/\d+\s*\[[^\]=]*?,\s*([\w/]+=[^,\]]+(?:,\s*[\w/]+=[^,\]]+)+)(?:,\s*)?\]")
+_GENERIC_STEP = re.compile(r"(?:\bglobal_step|\bstep|\biteration|\biter)(?:\s*[:=]\s*|\s+)#?(\d+)\b", re.I)
+_GENERIC_PAIR = re.compile(r"(?<![\w./|@-])([A-Za-z_][\w./@-]*)\s*[:=]\s*(" + _NUM + r")(?![\w.])")
+_PAIR_SEP = re.compile(r"(?<!\s)\s+-\s+")  # starts only at a run's first blank: linear on long blank runs
 _NP_WRAP = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")
 _BARE_NAN = re.compile(r"(?<!['\"\w])(-?)(nan|inf|NaN|Infinity|-Infinity)(?!['\"\w])")
 
@@ -123,7 +126,7 @@ def _numeric(d: dict) -> dict[str, float]:
 
 def _verl_pairs(rest: str) -> dict[str, float]:
     out = {}
-    for item in re.split(r"\s+-\s+", rest):
+    for item in _PAIR_SEP.split(rest):
         k, sep, v = item.strip().rpartition(":")
         if not sep or not k or " " in k:
             continue
