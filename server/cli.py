@@ -44,8 +44,19 @@ def _width() -> int | None:
     return None
 
 
-def _out(s: str) -> None:
+def _out(s: str, *, as_json: bool = False) -> None:
+    """Write one answer to stdout. Text from inputs never reaches the terminal raw: control and escape
+    characters are shown as text (``\\x1b``), JSON gets ``\\u`` escapes for C1 (tools/render/safe.py)."""
+    from grpo_debug.tools.render.safe import json_safe, terminal_safe
+
+    s = json_safe(s) if as_json else terminal_safe(s, keep_sgr=_color())
     sys.stdout.write(s if s.endswith("\n") else s + "\n")
+
+
+def _err(s: str) -> None:
+    from grpo_debug.tools.render.safe import terminal_safe
+
+    print(terminal_safe(s), file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------- commands
@@ -114,7 +125,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
 def _print_triage(args: argparse.Namespace, result) -> int:
     """Print a TriageResult (triage and check) as JSON or as text for a person."""
     if args.format == "json":
-        _out(result.model_dump_json(indent=2))
+        _out(result.model_dump_json(indent=2), as_json=True)
     else:
         from grpo_debug.tools.render.triage import render_triage_text
 
@@ -164,7 +175,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
                     tokenizer=args.tokenizer, stop=args.stop, estimate=estimate, ray_address=args.ray_address,
                     config_text=config_text, host=not args.no_host)
     if args.format == "json":
-        _out(res.model_dump_json(indent=2))
+        _out(res.model_dump_json(indent=2), as_json=True)
         return 0
     from grpo_debug.tools.render.probe import render_probe_text
 
@@ -187,7 +198,7 @@ def cmd_rule(args: argparse.Namespace) -> int:
         raise CliError(f"{e}") from None
     page = rule_page(rule)
     if args.format == "json":
-        _out(page.model_dump_json(indent=2))
+        _out(page.model_dump_json(indent=2), as_json=True)
     else:
         from grpo_debug.tools.render.rule import render_rule_text
 
@@ -206,7 +217,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if args.format == "json":
         import json
 
-        _out(json.dumps([{"id": r.id, "symptom": r.symptom, "title": r.title} for r in rules], indent=2))
+        _out(json.dumps([{"id": r.id, "symptom": r.symptom, "title": r.title} for r in rules], indent=2), as_json=True)
         return 0
     from grpo_debug.tools.render.lists import render_rule_list_text
 
@@ -234,7 +245,7 @@ def cmd_family(args: argparse.Namespace) -> int:
     except (FamilyError, InputError) as e:
         raise CliError(str(e)) from None
     if args.format == "json":
-        _out(rep.model_dump_json(indent=2))
+        _out(rep.model_dump_json(indent=2), as_json=True)
     else:
         from grpo_debug.tools.render.family import render_family_text
 
@@ -259,7 +270,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
     res = suggest(" ".join(args.words))
     if args.format == "json":
-        _out(res.model_dump_json(indent=2))
+        _out(res.model_dump_json(indent=2), as_json=True)
         return 0
     from grpo_debug.tools.render.lists import render_suggestion_text
 
@@ -428,8 +439,17 @@ def _add_serve_parser(sub) -> None:
     s.set_defaults(func=cmd_serve)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose messages (which echo arguments, e.g. a file name) never write control characters raw."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        from grpo_debug.tools.render.safe import terminal_safe
+
+        super()._print_message(terminal_safe(message) if message else message, file)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=PROG,
         description="Diagnose RL post-training runs of LLMs (GRPO/PPO on verl, slime, OpenRLHF, TRL, "
                     "Megatron-LM, DeepSpeed) from logs, configs and launch scripts.")
@@ -498,7 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except CliError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        _err(f"{PROG}: error: {e}")
         return 2
     except KeyboardInterrupt:
         return 130
@@ -508,17 +528,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
+    except (RecursionError, MemoryError) as e:  # an input that exhausts a resource: the input's problem
+        _err(f"{PROG}: error: {_input_name(args)}: too {'deeply nested' if isinstance(e, RecursionError) else 'large'} "
+             f"to process ({type(e).__name__}); give a smaller file, or the part around the first error")
+        return 2
     except Exception as e:  # noqa: BLE001 - last resort: one line, no traceback
         from grpo_debug.skills.loader import RuleBaseError
 
+        if isinstance(e, ValueError) and "integer string conversion" in str(e):
+            _err(f"{PROG}: error: {_input_name(args)}: holds an integer of more than 4300 digits, which is not "
+                 "read; shorten it (or quote it as a string)")
+            return 2
         if isinstance(e, RuleBaseError):
-            print(f"{PROG}: error: rule base: {e} (check GRPO_DEBUG_RULES)", file=sys.stderr)
+            _err(f"{PROG}: error: rule base: {e} (check GRPO_DEBUG_RULES)")
             return 2
         if args.debug:
             raise
-        print(f"{PROG}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback "
-              "and report it)", file=sys.stderr)
+        _err(f"{PROG}: internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback "
+             "and report it)")
         return 1
+    except BaseException as e:  # a native library's panic (pyo3 PanicException) is not an Exception
+        if isinstance(e, (SystemExit, GeneratorExit)):
+            raise
+        _err(f"{PROG}: error: {_input_name(args)}: a native library failed on this input "
+             f"({type(e).__name__}: {str(e)[:200]}); the input is likely corrupt or hostile")
+        return 2
+
+
+def _input_name(args: argparse.Namespace) -> str:
+    """What the command read, for an error message: the path, '-' (stdin), a folder or 'the input'."""
+    for k in ("path", "checkpoint", "tokenizer", "config", "example"):
+        v = getattr(args, k, None)
+        if v:
+            return "stdin" if v == "-" else str(v)
+    v = getattr(args, "input", None)
+    return " ".join(v)[:200] if v else "the input"
 
 
 if __name__ == "__main__":

