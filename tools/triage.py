@@ -31,8 +31,17 @@ def build_context(s: str, hint: str | None = None, query: str = "") -> tuple[Con
     metrics = extract_metrics(lines)
     facts = extract_facts(lines, s if looks_like_document(s, hint) else None,
                           hint if hint in ("yaml", "json") else None, skip=metrics.lines)
-    ctx = Context(lines=lines, events=extract_events(lines), metrics=metrics, facts=facts, query=query)
+    ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=facts, query=query)
     return ctx, lines
+
+
+def _events(lines: list[Line]) -> list:
+    """Pattern events (engine/events.py) plus every traceback and error line classified (engine/errors_classify.py)."""
+    from grpo_debug.tools.engine.errors_classify import error_events
+
+    evs = extract_events(lines) + error_events(lines)
+    evs.sort(key=lambda e: (e.line, e.kind != "traceback"))
+    return evs
 
 
 def excerpt(text: str, focus: list[str] = (), width: int = EXCERPT) -> str:
@@ -243,6 +252,9 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
     ctx.patterns = rule_patterns(rb)
     hits = [h for r in rb if (h := evaluate(r, ctx)) is not None]
     keyed = _group(hits, ctx, lines)
+    from grpo_debug.tools.error_findings import error_findings
+
+    keyed += [(f, f.evidence[0].line if f.evidence else None) for f in error_findings(ctx, line_map(lines), [f for f, _ in keyed])]
     findings = [f for f, _ in keyed]
     used = (set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
             | ctx.facts.command_lines)
@@ -284,7 +296,7 @@ def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max
         raise InputError(f"{path}: cannot read: {e}") from e
     lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
     metrics = extract_metrics(lines)
-    ctx = Context(lines=lines, events=extract_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
+    ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
     skipped = [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
                "(metric, event and command lines, tracebacks, the first 3000 and last 1000 lines)"]
     if sparse.engine == "re":

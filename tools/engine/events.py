@@ -94,7 +94,8 @@ _BLOCKING_FUNCS = re.compile(
 _JSON_DECODE = re.compile(r"JSONDecodeError")
 _COMPILE_CONTEXT = re.compile(r"_inductor|inductor|torch_compile|_dynamo|autotune|compile", re.I)
 
-EVENT_KINDS = frozenset(EVENT_PATTERNS) | {"traceback", "exception", "assertion", "hang_stack"}
+EVENT_KINDS = frozenset(EVENT_PATTERNS) | {"traceback", "exception", "assertion", "hang_stack",
+                                           "error"}  # error: a classified record (engine/errors_classify.py)
 
 _UNIT = {"B": 1 / 2**30, "bytes": 1 / 2**30, "KB": 1e3 / 2**30, "KiB": 1 / 2**20, "MB": 1e6 / 2**30,
          "MiB": 1 / 2**10, "GB": 1e9 / 2**30, "GiB": 1.0}

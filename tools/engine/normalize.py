@@ -9,6 +9,7 @@ a log line glued after a bar is kept (the text after the last ``\\r``).
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -49,12 +50,32 @@ def strip_ansi(s: str) -> str:
     return _ANSI.sub("", s)
 
 
+_JSON_MESSAGE_KEYS = ("message", "msg", "log", "text")
+
+
+def json_message(s: str) -> str | None:
+    """The message of a JSON-lines log record (Ray structured logs, Docker json-file, loguru serialize):
+    one JSON object per line whose ``message``/``msg``/``log``/``text`` field is a string. None otherwise."""
+    st = s.strip()
+    if len(st) < 12 or not (st.startswith('{"') and st.endswith("}")):
+        return None
+    try:
+        obj = json.loads(st)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return next((v for k in _JSON_MESSAGE_KEYS if isinstance(v := obj.get(k), str)), None)
+
+
 def normalize_line(raw: str, no: int) -> Line:
     """Normalise one physical line (without its newline). Never raises."""
     cut = False
     s = raw
     if len(s) > MAX_LINE_CHARS:
         s, cut = s[:MAX_LINE_CHARS], True
+    elif s.endswith("}") and (msg := json_message(s)) is not None:
+        s = msg
     if "\r" in s:
         parts = [p for p in s.split("\r") if p.strip()]
         s = parts[-1] if parts else ""

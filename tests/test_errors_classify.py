@@ -1,0 +1,129 @@
+"""The error classifier (tools/engine/errors_classify.py, classes in error_classes.py) and the generic
+error findings (tools/error_findings.py): every class's own examples, traceback forms (chained, Ray-wrapped,
+loguru, rich, JSON lines, logger prefixes, cut pastes) and real reports from the corpus."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grpo_debug.skills.symptoms import SYMPTOMS
+from grpo_debug.tools.engine.error_classes import CLASSES
+from grpo_debug.tools.engine.errors_classify import classify_all
+from grpo_debug.tools.engine.normalize import normalize
+from grpo_debug.tools.triage import triage, triage_text
+
+CORPUS = Path(__file__).parent / "data" / "corpus" / "cases"
+
+
+def _classes(text: str) -> list[str]:
+    return [r.cls.name for r in classify_all(normalize(text))]
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.name)
+def test_every_class_names_a_known_symptom_and_a_source(cls):
+    assert cls.symptom in SYMPTOMS
+    assert cls.source and cls.cause and cls.check
+
+
+@pytest.mark.parametrize("cls,example", [(c, e) for c in CLASSES for e in c.examples],
+                         ids=lambda x: getattr(x, "name", "")[:40])
+def test_each_class_example_is_classified_as_its_class(cls, example):
+    assert _classes(example)[0] == cls.name
+
+
+def test_chained_cause_decides_the_class():
+    text = """Traceback (most recent call last):
+  File "/x/site-packages/verl/workers/rollout.py", line 10, in load
+    model.load_weights(w)
+  File "/x/site-packages/vllm/model_executor/models/qwen2.py", line 400, in load_weights
+    param = params_dict[name]
+KeyError: 'model.layers.0.mlp.experts.w13_weight'
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/x/site-packages/verl/trainer/main_ppo.py", line 5, in main
+    run()
+RuntimeError: worker failed
+"""
+    recs = classify_all(normalize(text))
+    assert len(recs) == 1
+    r = recs[0]
+    assert r.exc_type == "RuntimeError" and r.causes[0].exc_type == "KeyError"
+    assert r.cls.name == "weights_key_error" and r.cls.symptom == "checkpoint_load_error"
+
+
+def test_ray_wrapped_error_uses_the_inner_exception_and_its_frames():
+    text = """ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_compute_log_prob() (pid=1, ip=10.0.0.1)
+  File "/v/site-packages/verl/workers/fsdp_workers.py", line 700, in compute_log_prob
+    output = self.actor.compute_log_prob(data)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.3 GiB of which 1.2 GiB is free.
+"""
+    (r,) = classify_all(normalize(text))
+    assert r.cls.name == "cuda_oom" and r.wrapper.startswith("ray.exceptions.RayTaskError")
+    assert r.decisive_frame.func == "compute_log_prob" and r.line == 4
+
+
+def test_loguru_traceback_cut_before_the_exception_after_a_weight_update():
+    """prime-rl (loguru backtrace with │/└ annotations), the paste ends inside httpx."""
+    r = triage(path=str(CORPUS / "prime-rl-update-weights-httpx-readtimeout" / "input.log"))
+    top = r.findings[0]
+    assert top.symptom == "collective_hang" and "timeout" in top.fix.lower()
+    assert {e.line for e in top.evidence} & {11, 13}
+
+
+def test_rich_boxed_traceback_and_logger_prefixes():
+    text = """╭───────────────── Traceback (most recent call last) ─────────────────╮
+│ /app/prime_rl/orchestrator/client.py:88 in update_weights            │
+│ /app/.venv/site-packages/httpx/_client.py:1700 in send               │
+╰──────────────────────────────────────────────────────────────────────╯
+ReadTimeout
+"""
+    assert _classes(text.replace("ReadTimeout", "httpx.ReadTimeout")) == ["http_timeout"]
+    vllm = ('ERROR 09-05 10:48:28 [core.py:700] Traceback (most recent call last):\n'
+            'ERROR 09-05 10:48:28 [core.py:700]   File "/s/site-packages/vllm/v1/engine/core.py", line 10, in run\n'
+            'ERROR 09-05 10:48:28 [core.py:700] OSError: [Errno 12] Cannot allocate memory\n')
+    (r,) = classify_all(normalize(vllm))
+    assert r.cls.name == "host_enomem" and r.decisive_frame.func == "run"
+
+
+def test_json_lines_log_is_read_through_its_message_field():
+    r = triage(path=str(CORPUS / "skyrl-vllm-compile-cache-shared-across-devices" / "input.log"))
+    assert r.findings and r.findings[0].symptom == "compile_cache_error"
+
+
+def test_process_death_and_time_limit_lines():
+    assert _classes("[12.3] Out of memory: Killed process 4242 (python) total-vm:9000kB") == ["process_killed_oom"]
+    assert _classes("slurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2025-01-01T00:00:00 DUE TO TIME LIMIT ***") == [
+        "slurm_time_limit"]
+
+
+def test_an_unclassified_error_still_gets_a_low_confidence_finding_that_names_it():
+    text = """step 1 loss 0.5
+Traceback (most recent call last):
+  File "/w/site-packages/myfw/train.py", line 12, in step
+    do()
+ZeroDivisionError: division by zero
+"""
+    r = triage_text(text)
+    assert len(r.findings) == 1
+    f = r.findings[0]
+    assert f.confidence == "low" and "ZeroDivisionError: division by zero" in f.title
+    assert {e.line for e in f.evidence} >= {5} and f.sharpen
+
+
+def test_a_warning_is_not_an_error():
+    text = """WARNING 01-01 00:00:00 [config.py:10] Casting torch.bfloat16 to torch.float16.
+UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly
+step:1 - actor/pg_loss:0.1 - actor/grad_norm:0.5
+"""
+    assert not [f for f in triage_text(text).findings if f.confidence != "low"]
+    assert classify_all(normalize(text)) == []
+
+
+def test_rules_explain_the_error_before_the_generic_finding():
+    text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.5 GiB is free.\n"
+    r = triage_text(text)
+    assert r.findings[0].symptom == "cuda_oom"
+    assert not r.findings[0].causes[0].rule_id.startswith("error-class:")
