@@ -179,7 +179,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         return 0
     from grpo_debug.tools.render.probe import render_probe_text
 
-    sys.stdout.write(render_probe_text(res))
+    _out(render_probe_text(res))
     return 0
 
 
@@ -221,7 +221,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         return 0
     from grpo_debug.tools.render.lists import render_rule_list_text
 
-    sys.stdout.write(render_rule_list_text(rules, args.symptom))
+    _out(render_rule_list_text(rules, args.symptom))
     return 0
 
 
@@ -274,7 +274,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         return 0
     from grpo_debug.tools.render.lists import render_suggestion_text
 
-    sys.stdout.write(render_suggestion_text(res))
+    _out(render_suggestion_text(res))
     return 0
 
 
