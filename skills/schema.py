@@ -201,7 +201,10 @@ class Identifier(_Strict):
 
     name: str = Field(min_length=2)
     framework: str = Field(min_length=2)
-    kind: Literal["flag", "key", "env", "metric", "message", "path"] = "flag"
+    kind: Literal["flag", "key", "env", "metric", "message", "path", "name", "symbol"] = Field(
+        "flag", description="flag: a CLI option; key: a config key (dotted path or last component); env: an "
+        "environment variable; metric: a logged metric name; message: error/log text; path: a source file or "
+        "file.py::function; name: any other identifier named in prose (a function, a field); symbol: a constant.")
     since: str = ""
     until: str = ""
     replaced_by: str = ""
@@ -267,9 +270,9 @@ class Rule(_Strict):
     @model_validator(mode="after")
     def _ranges_name_frameworks(self) -> "Rule":
         named = set(self.applies_to.frameworks)
-        for fw in list(self.versions) + [i.framework for i in self.identifiers]:
+        for fw in self.versions:  # identifiers may name another framework's spelling (a contrast, a source)
             if named and fw not in named:
-                raise ValueError(f"rule {self.id}: version data for {fw!r}, not in applies_to.frameworks")
+                raise ValueError(f"rule {self.id}: version range for {fw!r}, not in applies_to.frameworks")
         return self
 
     @property

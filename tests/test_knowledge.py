@@ -88,11 +88,23 @@ def test_group_size_one_covers_each_framework():
 def test_fp16_exp_overflow_threshold():
     fp16_max = (2 - 2 ** -10) * 2 ** 15
     assert fp16_max == 65504
-    assert round(math.log(65504), 2) == 11.09
-    assert math.exp(11.0898) < 65504 < math.exp(11.09)
-    assert round(math.log(65504 / 8), 2) == 9.01
-    assert round(math.log(65504 / 128), 2) == 6.24
+    # round-to-nearest: the step at the top is 32, so values from 65504 + 16 = 65520 round to +inf
+    overflow_from = fp16_max + 2 ** 4
+    assert overflow_from == 65520
+    assert round(math.log(overflow_from), 4) == 11.0901
+    assert math.exp(11.09) < overflow_from < math.exp(11.0902)  # exp(11.09) = 65512.7 still rounds to 65504
+    assert round(math.log(65504), 4) == 11.0899
+    assert round(math.log(overflow_from / 8), 2) == 9.01
+    assert round(math.log(overflow_from / 128), 2) == 6.24
     assert round(math.log(3.4028234663852886e38), 2) == 88.72
+    import struct  # IEEE binary16 rounding as Python's struct does it ('e'): 65520 and above do not fit
+
+    def as_fp16(x):
+        return struct.unpack("<e", struct.pack("<e", x))[0]
+
+    assert as_fp16(math.exp(11.09)) == 65504.0 and as_fp16(65519.9) == 65504.0
+    with pytest.raises(OverflowError):
+        as_fp16(65520.0)
 
 
 def test_singleton_group_advantage_math():
