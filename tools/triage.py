@@ -22,6 +22,7 @@ from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
 
 MAX_EVIDENCE = 8
+MAX_DENSE_LINES = 200_000  # lines of a text read line by line; a longer one goes through the prefilter
 MAX_SERIES = 60
 EXCERPT = 240
 
@@ -231,6 +232,12 @@ def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> 
 def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipped: list[str] | None = None,
                 rules: RuleBase | None = None, max_findings: int = 10) -> TriageResult:
     """Triage decoded text. Pure: no I/O. See :func:`triage` for the arguments."""
+    if s.count("\n") > MAX_DENSE_LINES:  # every line through every extractor would cost minutes: prefilter it
+        import io
+
+        return triage_stream(io.BytesIO(s.encode("utf-8", "replace")), rules=rules, max_findings=max_findings,
+                             label=label, skipped=list(skipped or []) + [f"more than {MAX_DENSE_LINES} lines: read "
+                                                                         "through the large-log prefilter"])
     ctx, lines = build_context(s, hint)
     skipped = list(skipped or [])
     if not s.strip():
@@ -279,25 +286,28 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
                         metrics=_series_summary(ctx.metrics), coverage=cov, truncated=truncated)
 
 
-def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max_findings: int = 10,
-                  progress=None) -> TriageResult:
+def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10,
+                  progress=None, label: str | None = None, skipped: list[str] | None = None) -> TriageResult:
     """Triage a large or compressed log without holding it in memory (tools/engine/large_logs.py prefilter).
 
     ``progress(bytes_done, bytes_total)`` is called after each chunk. Raises InputError for an unreadable
     or undecodable (e.g. zstd without the zstandard package) file."""
     from grpo_debug.skills.schema import RegexSignal
-    from grpo_debug.tools.engine.large_logs import scan_file
+    from grpo_debug.tools.engine.large_logs import scan_file, scan_stream
 
     rb = rules or default_rules()
     pats = [sig.pattern for r in rb for sig in r.match.signals() if isinstance(sig, RegexSignal)]
     try:
-        sparse = scan_file(path, pats, progress=progress)
+        if hasattr(path, "read"):  # an in-memory text with too many lines (see triage)
+            sparse = scan_stream(path, pats, progress=progress)
+        else:
+            sparse = scan_file(path, pats, progress=progress)
     except (OSError, ValueError, EOFError) as e:
-        raise InputError(f"{path}: cannot read: {e}") from e
+        raise InputError(f"{label or path}: cannot read: {e}") from e
     lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
     metrics = extract_metrics(lines)
     ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
-    skipped = [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
+    skipped = list(skipped or []) + [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
                "(metric, event and command lines, tracebacks, the first 3000 and last 1000 lines)"]
     if sparse.engine == "re":
         skipped.append("neither hyperscan nor google-re2 is installed: pip install 'grpo-debug[fast]' for grep-like speed")
@@ -306,7 +316,9 @@ def triage_stream(path: str | os.PathLike, *, rules: RuleBase | None = None, max
                        "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
     if sparse.truncated:
         skipped.append("more than 400000 candidate lines: the rest were counted but not kept")
-    return _result(ctx, lines, label=str(path), skipped=skipped, rules=rb, max_findings=max_findings,
+    if sparse.capped:
+        skipped.append(f"only the first {sparse.capped // 2**20} MiB (decompressed) were read: the input cap")
+    return _result(ctx, lines, label=label or str(path), skipped=skipped, rules=rb, max_findings=max_findings,
                    lines_read=sparse.total_lines, bytes_read=sparse.bytes_read, streamed=True)
 
 

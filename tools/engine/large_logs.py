@@ -26,6 +26,7 @@ HEAD_LINES = 3000
 TAIL_LINES = 1000
 TRACEBACK_CONTEXT = 80
 MAX_CANDIDATES = 400_000
+MAX_DECOMPRESSED_BYTES = 256 * 2**20  # of a .gz/.zst log: the rest is not read (a note says so)
 
 # Markers of lines the extractors use: metric formats, tracebacks and exception lines, launch commands,
 # config prints. Event patterns and rule regexes are added by build_patterns().
@@ -45,6 +46,7 @@ class SparseLog:
     engine: str = "re"
     unprefiltered: list[str] = field(default_factory=list)
     truncated: bool = False
+    capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
 
 
 def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
@@ -72,13 +74,14 @@ def open_stream(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int]:
     return open(p, "rb"), size
 
 
-def _candidate_starts(chunk: bytes, eng: _Engine, pending_context: int, line_no: int) -> tuple[set[int], int]:
+def _candidate_starts(chunk: bytes, eng: _Engine, pending_context: int, line_no: int,
+                      room: int = MAX_CANDIDATES) -> tuple[set[int], int]:
     """Offsets of the line starts to keep in ``chunk`` (prefilter hits, traceback frames, the file's head)
     and how many traceback lines go on into the next chunk."""
     tb = b"Traceback (most recent"
     # which line starts are candidates in this chunk
     starts: set[int] = set()
-    for _pid, end in eng.scan(chunk):
+    for _pid, end in eng.scan(chunk, limit=room):
         starts.add(chunk.rfind(b"\n", 0, max(0, end - 1)) + 1)
     # Traceback context: the following lines of each traceback
     carry_context = 0
@@ -129,9 +132,16 @@ def _keep_lines(out: SparseLog, chunk: bytes, starts: set[int], line_no: int) ->
 def _add_tail(out: SparseLog, last_chunks: list[tuple[int, bytes]]) -> None:
     """Keep the file's last TAIL_LINES lines (a hang shows at the bottom) and sort the kept lines."""
     tail: list[tuple[int, bytes]] = []
-    for base, ch in last_chunks:
-        parts = ch.split(b"\n")[:-1]
-        tail += [(base + i + 1, ln) for i, ln in enumerate(parts)][-TAIL_LINES:]
+    for base, ch in last_chunks:  # the last lines of each chunk, found from its end (never split it whole)
+        start = len(ch)
+        for _ in range(TAIL_LINES):
+            nl = ch.rfind(b"\n", 0, max(0, start - 1))
+            start = nl + 1
+            if nl < 0:
+                break
+        part = ch[start:].split(b"\n")[:-1]
+        first = base + ch.count(b"\n", 0, start) + 1
+        tail += [(first + i, ln) for i, ln in enumerate(part)]
     tail = tail[-TAIL_LINES:]
     kept = {n for n, _ in out.lines}
     out.lines += [(n, ln.decode("utf-8", "replace")) for n, ln in tail if n not in kept]
@@ -139,8 +149,9 @@ def _add_tail(out: SparseLog, last_chunks: list[tuple[int, bytes]]) -> None:
 
 
 def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *, size: int | None = None,
-                progress: Callable[[int, int | None], None] | None = None) -> SparseLog:
-    """Read ``stream`` in chunks and keep the candidate lines (see module docstring)."""
+                progress: Callable[[int, int | None], None] | None = None, max_bytes: int | None = None) -> SparseLog:
+    """Read ``stream`` in chunks and keep the candidate lines (see module docstring); stop after ``max_bytes``
+    (decompressed) bytes when given (``capped`` then says so)."""
     rule_patterns = list(dict.fromkeys(rule_patterns))
     patterns = build_patterns(rule_patterns)
     eng = _Engine(patterns)
@@ -152,9 +163,11 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
     skip_to_newline = False
     raw_read = 0
     while True:
-        block = stream.read(CHUNK)
+        block = stream.read(CHUNK) if max_bytes is None or raw_read < max_bytes else b""
         if block:
             raw_read += len(block)
+            if max_bytes is not None and raw_read >= max_bytes:
+                out.capped = max_bytes
             if skip_to_newline:
                 nlpos = block.find(b"\n")
                 if nlpos == -1:
@@ -175,7 +188,11 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
                 skip_to_newline = True
             continue
         chunk, carry = buf[:cut], buf[cut:]
-        starts, carry_context = _candidate_starts(chunk, eng, pending_context, line_no)
+        room = MAX_CANDIDATES - len(out.lines)
+        if room > 0:
+            starts, carry_context = _candidate_starts(chunk, eng, pending_context, line_no, room)
+        else:  # the candidate cap is reached: the rest is only counted (its tail is kept below)
+            starts, carry_context, out.truncated = set(), 0, True
         _keep_lines(out, chunk, starts, line_no)
         pending_context = carry_context
         nl = chunk.count(b"\n")
@@ -192,7 +209,9 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
 
 
 def scan_file(path: str | os.PathLike, rule_patterns: Iterable[str] = (),
-              progress: Callable[[int, int | None], None] | None = None) -> SparseLog:
+              progress: Callable[[int, int | None], None] | None = None, max_bytes: int | None = None) -> SparseLog:
     stream, size = open_stream(path)
-    with stream:
-        return scan_stream(stream, rule_patterns, size=size, progress=progress)
+    compressed = not isinstance(stream, io.BufferedReader)
+    with stream:  # a compressed file is read up to MAX_DECOMPRESSED_BYTES (a 1 MB gzip can hold gigabytes)
+        return scan_stream(stream, rule_patterns, size=size, progress=progress,
+                           max_bytes=max_bytes if max_bytes is not None else (MAX_DECOMPRESSED_BYTES if compressed else None))

@@ -8,6 +8,7 @@ callers confirm each with the exact Python pattern.
 """
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from typing import Iterator
@@ -122,20 +123,28 @@ class _Engine:
                 self.unprefiltered.append(p)
         self._re2 = comp
 
-    def scan(self, buf: bytes) -> Iterator[tuple[int, int]]:
-        """(pattern index, match end offset) for every match in ``buf``."""
+    def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
+        """(pattern index, match end offset) for every match in ``buf``; at most ``limit`` of them (the scan
+        stops there: a chunk where every line matches costs no more than ``limit`` callbacks)."""
         if self._hs is not None:
             hits: list[tuple[int, int]] = []
 
-            def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> None:
+            def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> bool:
                 hits.append((pid, to))
-            self._hs.scan(buf, match_event_handler=on)
+                return limit is not None and len(hits) >= limit  # True stops the scan
+            try:
+                self._hs.scan(buf, match_event_handler=on)
+            except Exception as e:  # noqa: BLE001 - hyperscan reports a stopped scan as an error
+                if limit is None or len(hits) < limit:
+                    raise e
             return iter(hits)
         if self._re2 is not None:
             text = buf.decode("latin-1")  # 1 byte -> 1 char: offsets stay byte offsets
-            return ((i, m.end()) for i, r in self._re2 for m in r.finditer(text))
-        text = buf.decode("latin-1")  # 1 byte -> 1 char: offsets stay byte offsets
-        return ((i, m.end()) for i, r in self._py for m in r.finditer(text))
+            it = ((i, m.end()) for i, r in self._re2 for m in r.finditer(text))
+        else:
+            text = buf.decode("latin-1")  # 1 byte -> 1 char: offsets stay byte offsets
+            it = ((i, m.end()) for i, r in self._py for m in r.finditer(text))
+        return it if limit is None else itertools.islice(it, limit)
 
 
 _MATCHERS: dict[tuple[tuple[str, bool], ...], "_Engine"] = {}
