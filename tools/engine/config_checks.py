@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from grpo_debug.tools.engine.facts import Fact, FactSet
+from grpo_debug.tools.engine.invariants import INVARIANTS, world_size  # noqa: F401  (world_size re-exported)
 
 Result = tuple[list[int], str] | tuple[list[int], str, dict[str, Any]] | None
 """(evidence lines, message[, patch computed for this input: key -> new value])"""
@@ -24,23 +25,6 @@ def _num(f: Fact | None, default: Any = None) -> Any:
 
 def _lines(*facts: Fact | None) -> list[int]:
     return sorted({f.line for f in facts if f is not None})
-
-
-def world_size(fs: FactSet) -> tuple[int | None, list[Fact]]:
-    """GPUs the job trains on, from what the input states: verl trainer.n_gpus_per_node x trainer.nnodes,
-    torchrun --nproc_per_node x --nnodes, deepspeed --num_gpus / --include, accelerate --num_processes,
-    or a stated cluster comment."""
-    gpn, nn = fs.get("trainer.n_gpus_per_node"), fs.get("trainer.nnodes")
-    if gpn is not None:
-        return _num(gpn, 8) * _num(nn, 1), [f for f in (gpn, nn) if f]
-    npn = fs.get("nproc_per_node", "num_processes", "num_gpus")
-    if npn is not None and npn.key != "ray_start.num_gpus":
-        nodes = fs.get("nnodes", "num_nodes")
-        return _num(npn, 1) * _num(nodes, 1), [f for f in (npn, nodes) if f]
-    cn, cg = fs.get("cluster.nodes"), fs.get("cluster.gpus_per_node")
-    if cg is not None:
-        return _num(cn, 1) * _num(cg), [f for f in (cn, cg) if f]
-    return None, []
 
 
 def verl_micro_exceeds_mini_per_rank(fs: FactSet) -> Result:
@@ -395,6 +379,8 @@ def group_size_below(fs: FactSet, min: int = 4) -> Result:
         return None
     if _num(f) is None or _num(f) >= min:
         return None
+    if f.key.lower().endswith("num_generations") and _num(f) < 2:
+        return None  # TRL refuses it at start-up (invariants.trl_single_generation), nothing degrades silently
     if est is not None and str(est.value).lower() not in ("grpo", "gspo", "dapo", "rloo", "drgrpo", "grpo_passk",
                                                           "group_norm", "dr_grpo", "reinforce_plus_plus_baseline"):
         return None
@@ -436,4 +422,5 @@ CHECKS: dict[str, Callable[..., Result]] = {
     "rollout_train_dtype_mismatch": rollout_train_dtype_mismatch,
     "group_size_below": group_size_below,
     "lora_rank_with_vllm": lora_rank_with_vllm,
+    **INVARIANTS,
 }
