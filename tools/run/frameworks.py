@@ -1,0 +1,109 @@
+"""Which frameworks a run shows, with version and evidence lines (:class:`FrameworkHit`).
+
+Evidence, each weighted (a version print is decisive, one stray word is not):
+
+- ``versions.<pkg>`` facts (``pip list``/``pip show`` lines, ``# verl 0.4.1`` comments): weight 3, version;
+- module paths and entry points in lines (``verl.trainer.main_ppo``, ``site-packages/trl/``,
+  ``from openrlhf``, ``python -m areal``, tracebacks' ``File ".../slime/..."``): weight 2 per distinct line
+  (at most 3 lines counted);
+- config keys of a framework (``tools/engine/facts.FRAMEWORK_MARKERS``): weight 1 each, at most 3;
+- the console metric format the metrics reader recognised (``verl`` step lines, slime dicts, Megatron
+  iteration lines, HF Trainer dicts, DeepSpeed overflow lines): weight 2.
+
+The regexes are plain alternations of literal names between word boundaries (linear time).
+"""
+from __future__ import annotations
+
+import re
+
+from grpo_debug.tools.run.model import FrameworkHit
+
+# name -> the spelling of its Python package / entry point in paths and commands
+_PACKAGES: dict[str, str] = {
+    "verl": r"verl", "slime": r"slime", "openrlhf": r"openrlhf", "trl": r"trl", "skyrl": r"skyrl(?:_train|_gym)?",
+    "areal": r"areal|realhf", "nemo_rl": r"nemo_rl", "roll": r"roll", "prime_rl": r"prime_rl", "megatron": r"megatron",
+    "deepspeed": r"deepspeed", "vllm": r"vllm", "sglang": r"sglang", "ray": r"ray", "relax": r"relax",
+}
+_PIP_NAMES = {"verl": "verl", "slime": "slime", "openrlhf": "openrlhf", "trl": "trl", "skyrl-train": "skyrl",
+              "skyrl_train": "skyrl", "areal": "areal", "nemo-rl": "nemo_rl", "nemo_rl": "nemo_rl", "roll": "roll",
+              "prime-rl": "prime_rl", "prime_rl": "prime_rl", "megatron-core": "megatron", "megatron_core": "megatron",
+              "deepspeed": "deepspeed", "vllm": "vllm", "sglang": "sglang", "ray": "ray", "relax": "relax"}
+# a package mentioned as code: a path segment, an import, a -m entry point
+_CODE_MENTION = re.compile(r"(?:[/\\](?:site-packages[/\\])?|\bimport |\bfrom |-m )(" + "|".join(_PACKAGES.values())
+                           + r")(?=[./\\\s]|$)")
+_NAME_OF = [(re.compile(f"^(?:{v})$"), k) for k, v in _PACKAGES.items()]
+_MARKER_NAMES = {"verl": "verl", "deepspeed": "deepspeed", "slime/relax": "slime", "megatron-lm": "megatron",
+                 "trl/hf": "trl", "openrlhf": "openrlhf"}
+_FORMAT_NAMES = {"verl": "verl", "slime": "slime", "openrlhf": "openrlhf", "openrlhf_tqdm": "openrlhf",
+                 "megatron": "megatron", "hf_trainer": "trl", "deepspeed": "deepspeed"}
+MAX_EVIDENCE_LINES = 3
+
+
+def _hit(hits: dict[str, FrameworkHit], name: str) -> FrameworkHit:
+    h = hits.get(name)
+    if h is None:
+        h = hits[name] = FrameworkHit(name=name)
+    return h
+
+
+def _code_mentions(lines, hits: dict[str, FrameworkHit]) -> None:
+    seen: dict[str, int] = {}
+    for ln in lines:
+        t = ln.text
+        if len(t) < 4 or ("/" not in t and "import" not in t and "-m " not in t and "\\" not in t):
+            continue
+        for m in _CODE_MENTION.finditer(t):
+            name = next((k for rx, k in _NAME_OF if rx.match(m.group(1))), None)
+            if name is None or seen.get(name, 0) >= MAX_EVIDENCE_LINES:
+                continue
+            h = _hit(hits, name)
+            if ln.no in h.lines:
+                continue
+            seen[name] = seen.get(name, 0) + 1
+            h.lines.append(ln.no)
+            h.evidence.append(f"line {ln.no} names the {m.group(1)} package")
+            h.score += 2
+
+
+def detect(lines, facts=None, formats=()) -> list[FrameworkHit]:
+    """Frameworks of a run, most evident first.
+
+    Args:
+        lines: normalised ``Line`` objects (``.no``, ``.text``), may be empty (a store run).
+        facts: an engine ``FactSet`` (``.facts`` with ``key``, ``value``, ``line``) or None.
+        formats: metric formats the console reader recognised (``MetricTable.formats``).
+    """
+    hits: dict[str, FrameworkHit] = {}
+    for f in (facts.facts if facts is not None else []):
+        if f.key.lower().startswith("versions."):
+            name = _PIP_NAMES.get(f.key.lower()[9:])
+            if name:
+                h = _hit(hits, name)
+                h.version = h.version or str(f.value)
+                h.lines.append(f.line)
+                h.evidence.append(f"{f.key[9:]} {f.value} at line {f.line}")
+                h.score += 3
+    _code_mentions(lines, hits)
+    if facts is not None:
+        from grpo_debug.tools.engine.facts import FRAMEWORK_MARKERS
+
+        counted: dict[str, int] = {}
+        for f in facts.facts:
+            for marker, rx in FRAMEWORK_MARKERS.items():
+                name = _MARKER_NAMES.get(marker)
+                if name and counted.get(name, 0) < 3 and rx.search(f.key):
+                    counted[name] = counted.get(name, 0) + 1
+                    h = _hit(hits, name)
+                    h.lines.append(f.line)
+                    h.evidence.append(f"config key {f.key} (line {f.line})")
+                    h.score += 1
+    for fmt in sorted(formats):
+        name = _FORMAT_NAMES.get(fmt)
+        if name:
+            h = _hit(hits, name)
+            h.evidence.append(f"{fmt} metric lines")
+            h.score += 2
+    out = sorted(hits.values(), key=lambda h: -h.score)
+    for h in out:
+        h.lines = sorted(set(h.lines))[:MAX_EVIDENCE_LINES + 3]
+    return out

@@ -1,0 +1,44 @@
+"""Rollout text samples a log prints (:class:`~grpo_debug.tools.run.model.Sample`).
+
+Recognised: verl's reward managers print ``[prompt] ...``, ``[response] ...``, ``[ground_truth] ...``,
+``[score] ...`` for the first ``num_examine`` samples of each data source
+(verl/workers/reward_manager/naive.py, ``print("[prompt]", prompt_str)``); a response may run over several
+lines, up to the next ``[role]`` marker or a metric/log line. At most ``MAX_SAMPLES`` samples, each cut to
+``MAX_CHARS`` characters.
+"""
+from __future__ import annotations
+
+import re
+
+from grpo_debug.tools.run.model import Sample
+
+MAX_SAMPLES = 50
+MAX_CHARS = 4000
+MAX_LINES = 60
+_ROLES = ("prompt", "response", "ground_truth", "score", "acc", "pred")
+_ROLE = re.compile(r"^\[(" + "|".join(_ROLES) + r")\]\s?(.*)$")
+_STOP = re.compile(r"^\(?\w+ pid=|^step:\s*\d|^\[?\d{4}-\d\d-\d\d|^Traceback|^\w+Error\b|^INFO\b|^WARNING\b")
+
+
+def extract_samples(lines) -> list[Sample]:
+    """Samples of normalised lines (``.no``, ``.text``), in input order."""
+    out: list[Sample] = []
+    cur: Sample | None = None
+    for ln in lines:
+        t = ln.text
+        m = _ROLE.match(t) if t.startswith("[") else None
+        if m is None and ln.source in _ROLES:  # normalize reads "[prompt] " as a launcher prefix
+            m = _ROLE.match(f"[{ln.source}] {t}")
+        if m:
+            if len(out) >= MAX_SAMPLES:
+                break
+            cur = Sample(text=m.group(2)[:MAX_CHARS], role=m.group(1), lines=[ln.no])
+            out.append(cur)
+            continue
+        if cur is not None and cur.role in ("prompt", "response") and len(cur.lines) < MAX_LINES and not _STOP.match(t):
+            if len(cur.text) < MAX_CHARS:
+                cur.text = (cur.text + "\n" + t)[:MAX_CHARS]
+            cur.lines.append(ln.no)
+        else:
+            cur = None
+    return out
