@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterable, Iterator, Literal
@@ -25,6 +26,7 @@ from grpo_debug.server import examples_dir, find_skill_md, version
 from grpo_debug.server.budget import (MAX_ANSWER_BYTES, MAX_TEXT_BYTES, _check_text, bound_family,  # noqa: F401
                                       bound_probe, bound_triage)
 from grpo_debug.server.http import MIN_TOKEN_CHARS, TOKEN_ENV, is_loopback, run_http  # noqa: F401  (re-exported)
+from grpo_debug.server.limits import TIMEOUT_ENV, Busy, Cancelled, DeadlineExceeded, HeavyPool, Limits
 from grpo_debug.server.paths import PathNotAllowed, default_roots, resolve_path
 from grpo_debug.server.schemas import OptStr, compact_schema, shallow_schema
 from grpo_debug.skills.symptoms import SYMPTOMS
@@ -95,13 +97,24 @@ def _guard(tool: str) -> Iterator[None]:
     only 'Error executing tool X'); the traceback goes to the server log."""
     try:
         yield
-    except ToolError:
+    except (ToolError, Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
-    except Exception as e:  # noqa: BLE001
+    except BaseException as e:  # noqa: BLE001 - a native library's panic (pyo3 PanicException) included
         log.exception("tool %s failed", tool)
         msg = str(e).replace("\n", " ")
         raise ToolError(f"internal error in {tool}: {type(e).__name__}: {msg[:300]} (the input was accepted; "
                         "please report this with the input)") from None
+
+
+async def _heavy(pool: HeavyPool, tool: str, fn):
+    """Run a heavy tool's synchronous body in the pool (bounded concurrency, queue, deadline, cancellation)."""
+    try:
+        return await pool.run(fn)
+    except Busy as e:
+        raise ToolError(f"{tool}: {e}") from None
+    except DeadlineExceeded as e:
+        raise ToolError(f"{tool} {e} (the server's per-call deadline: serve --call-timeout or ${TIMEOUT_ENV}); "
+                        "give a smaller input, e.g. the part of the log around the first error") from None
 
 
 class _Inputs:
@@ -174,6 +187,15 @@ class GrpoDebugServer(MCPServer):
         self._ensure_prompts()
         return await super().get_prompt(*args, **kwargs)
 
+    async def read_resource(self, uri, context=None):
+        """Resources by URI; a URI far longer than any of ours is refused with a short error (the SDK's own
+        message repeats the whole URI: a 5 MB URI came back as a 10 MB error)."""
+        text = str(uri)
+        if len(text) > 1000:
+            raise ResourceNotFoundError(f"unknown resource {text[:60]}... ({len(text)} characters); resources are "
+                                        "rule://{rule_id}, symptoms://codes and skill://grpo-debug/SKILL.md")
+        return await super().read_resource(uri, context)
+
     async def list_tools(self):
         tools = await super().list_tools()
         return [t.model_copy(update={"input_schema": compact_schema(t.input_schema, descriptions=True),
@@ -181,9 +203,11 @@ class GrpoDebugServer(MCPServer):
                 for t in tools]
 
 
-def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_address: str | None = None) -> MCPServer:
+def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_address: str | None = None,
+                 limits: Limits | None = None) -> MCPServer:
     """The MCP server. ``allowed_roots``: folders whose files the path-taking tools may read (default: the
-    working directory plus $GRPO_DEBUG_ALLOW); the bundled example logs are always readable."""
+    working directory plus $GRPO_DEBUG_ALLOW); the bundled example logs are always readable. ``limits``: the
+    heavy-call pool, queue and per-call deadline (default: from the environment, see server/limits.py)."""
     roots = default_roots() if allowed_roots is None else [Path(os.path.abspath(r)) for r in allowed_roots]
     examples = examples_dir()
     if examples is not None and examples not in roots:
@@ -192,6 +216,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_a
     server = GrpoDebugServer("grpo-debug", title="grpo-debug", version=version(), instructions=INSTRUCTIONS,
                              log_level="WARNING")
     server.allowed_roots = roots  # type: ignore[attr-defined]  (read by the CLI's start-up line and tests)
+    inputs.pool = server.pool = HeavyPool(limits or Limits.from_env())  # type: ignore[attr-defined]
     _register_triage(server, inputs)
     _register_check_config(server, inputs)
     _register_probe_host(server, inputs, ray_address)
@@ -210,13 +235,16 @@ def _register_family(server: MCPServer, inputs: _Inputs, spec: FamilySpec) -> No
     """One family tool (``tools/families``' catalogue): an ``operation`` enum plus text, path and gpu."""
     family = spec.name
 
-    def tool(operation, text="", path="", gpu=""):
+    def body(operation, text, path, gpu):
         with _guard(family):
             text, path = inputs.text_or_path(text, path, required=False)
             try:
                 return bound_family(run_family(family, operation, text=text, path=path, gpu=_opt(gpu)))
             except (FamilyError, InputError) as e:
                 raise ToolError(str(e)) from None
+
+    async def tool(operation, text="", path="", gpu=""):
+        return await _heavy(inputs.pool, family, lambda: body(operation, text, path, gpu))
 
     # real annotation objects (this module uses postponed annotations, which cannot see the operations)
     tool.__annotations__ = {
@@ -255,15 +283,18 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         """Runs the (synchronous) engine in a worker thread; large files report progress notifications
         (bytes read / bytes total) to clients that sent a progress token."""
         import anyio
+        import anyio.lowlevel
+
+        token = anyio.lowlevel.current_token()
 
         def progress(done: int, total: int | None) -> None:
             try:
                 anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None,
-                                      "reading the log")
+                                      "reading the log", token=token)
             except Exception:  # noqa: BLE001 - progress is best-effort; never fail a triage for it
                 pass
 
-        return await anyio.to_thread.run_sync(lambda: _triage_sync(text, path, max_findings, progress))
+        return await _heavy(inputs.pool, "triage", lambda: _triage_sync(text, path, max_findings, progress))
 
     def _triage_sync(text, path, max_findings, progress) -> TriageResult:
         with _guard("triage"):
@@ -280,10 +311,13 @@ def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
                  description="Check a config (verl YAML, DeepSpeed JSON, TRL/HF args) or launch script (slime, Megatron, "
                              "OpenRLHF, verl overrides): what the settings will cause and the exact line edits. "
                              "Give `text` or `path`.", annotations=READ_ONLY)
-    def check_config_tool(
+    async def check_config_tool(
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(description="A config or script file to read instead.")] = "",
     ) -> TriageResult:
+        return await _heavy(inputs.pool, "check_config", lambda: _check_sync(text, path))
+
+    def _check_sync(text, path) -> TriageResult:
         from grpo_debug.tools.check_config import ConfigParseError, check_config
 
         with _guard("check_config"):
@@ -301,7 +335,7 @@ def _register_probe_host(server: MCPServer, inputs: _Inputs, ray_address: str | 
                              "rules over them; optional numerics (torch subprocess), checkpoint folder, tokenizer stop ids, "
                              "memory estimate, fan-out over the Ray cluster the server's owner configured. Read-only.",
                  annotations=READ_ONLY)
-    def probe_host_tool(
+    async def probe_host_tool(
         numerics: Annotated[bool, Field(description="Run the torch numerics probes (CPU; a GPU only if free).")] = False,
         checkpoint: Annotated[OptStr, Field(description="A Megatron/DeepSpeed/HF checkpoint folder to inspect.")] = "",
         tokenizer: Annotated[OptStr, Field(description="Tokenizer folder or tokenizer.json (with `stop`).")] = "",
@@ -316,6 +350,10 @@ def _register_probe_host(server: MCPServer, inputs: _Inputs, ray_address: str | 
         if cluster and not ray_address:
             raise ToolError("`cluster`: this server has no Ray cluster configured; its owner starts it with "
                             f"`grpo-debug serve --ray-address HEAD:6379` (or sets {RAY_ADDRESS_ENV})")
+        return await _heavy(inputs.pool, "probe_host",
+                            lambda: _probe_sync(numerics, checkpoint, tokenizer, stop, estimate, cluster))
+
+    def _probe_sync(numerics, checkpoint, tokenizer, stop, estimate, cluster) -> ProbeResult:
         with _guard("probe_host"):
             checkpoint_p = inputs.confined(checkpoint, "checkpoint", "dir") if checkpoint else None
             tokenizer_p = inputs.confined(tokenizer, "tokenizer", "any") if tokenizer else None
@@ -371,10 +409,14 @@ def _register_resources(server: MCPServer) -> None:
     @server.resource("rule://{rule_id}", name="rule", title="Diagnosis rule",
                      description="One rule of the knowledge base as a markdown page.", mime_type="text/markdown")
     def rule_resource(rule_id: str) -> str:
+        if len(rule_id) > 200:
+            raise ResourceNotFoundError(f"rule://{rule_id[:40]}... ({len(rule_id)} characters) is not a rule id: "
+                                        "ids are short, e.g. from findings[].causes[].rule_id")
         try:
             return render_rule_markdown(find_rule(default_rules(), rule_id))
         except UnknownRuleError as e:
-            raise ResourceNotFoundError(str(e)) from None
+            msg = str(e)
+            raise ResourceNotFoundError(msg if len(msg) <= 500 else msg[:500] + "...") from None
 
     @server.resource("symptoms://codes", name="symptom-codes", title="Symptom codes",
                      description="The symptom codes a finding can name, each with its meaning and rule ids.",
@@ -397,9 +439,8 @@ def _register_triage_prompt(server: MCPServer) -> None:
     @server.prompt(name="triage_log", title="Triage a training log",
                    description="Diagnose a GRPO/PPO training log step by step with the triage tool.")
     def triage_log(log: Annotated[str, Field(description="The training log (or config / launch script).")]) -> str:
-        fence = "```"
-        while fence in log:
-            fence += "`"
+        runs = [len(r) for r in re.findall(r"`{3,}", log)]  # one linear pass, not a growing search
+        fence = "`" * max(3, max(runs, default=0) + 1)
         return (
             "Diagnose this RL post-training log with grpo-debug.\n\n"
             "1. Call the `triage` tool with `text` set to the log below (or `path` if it is a file on the "
