@@ -10,6 +10,8 @@ import os
 import re
 from pathlib import Path
 
+import yaml
+
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
 from grpo_debug.tools.engine.edits import applicable, edits_for_patch
@@ -30,8 +32,15 @@ EXCERPT = 240
 def build_context(s: str, hint: str | None = None, query: str = "") -> tuple[Context, list[Line]]:
     lines = normalize(s)
     metrics = extract_metrics(lines)
-    facts = extract_facts(lines, s if looks_like_document(s, hint) else None,
-                          hint if hint in ("yaml", "json") else None, skip=metrics.lines)
+    doc = looks_like_document(s, hint)
+    try:
+        facts = extract_facts(lines, s if doc else None, hint if hint in ("yaml", "json") else None, skip=metrics.lines)
+    except (ValueError, yaml.YAMLError):  # a document the sniffed format cannot parse is read as a log
+        facts, doc = extract_facts(lines, None, None, skip=metrics.lines), False
+    if not doc or not facts.formats & {"yaml-config", "json-config"}:
+        from grpo_debug.tools.engine.blocks import block_facts
+
+        block_facts(facts, lines)  # configs in code fences, prose, or before/after log lines
     ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=facts, query=query)
     return ctx, lines
 

@@ -175,8 +175,45 @@ def _is_wrapper(m: re.Match) -> bool:
     return bool(m.group("inner")) or "ray::" in (m.group("msg") or "")
 
 
+_RANK_RAW = re.compile(r"^\s*\[(?:rank|Rank )?(\d+)\]:")
+_TAG = re.compile(r"^\[([A-Z][\w-]{0,11})\]\s")
+
+
+def streams(lines: list[Line]) -> list[list[Line]]:
+    """The input split into the streams interleaved in it (``[rank3]:`` prefixes, Ray/vLLM process prefixes,
+    ``[A]``/``[B]`` run tags), each in line order, so one rank's traceback is read without another's lines.
+    Lines with no stream mark go with the stream of the line before them. One stream when there are fewer than
+    two marked ones."""
+    keys: list[str | None] = []
+    for ln in lines:
+        m = _RANK_RAW.match(ln.raw)
+        t = _TAG.match(ln.text)
+        keys.append(f"rank{m.group(1)}" if m else (t.group(1) if t else ln.source))
+    marked = {k for k in keys if k}
+    if len(marked) < 2:
+        return [lines]
+    out: dict[str | None, list[Line]] = {}
+    last = None
+    for ln, k in zip(lines, keys):
+        last = k or last
+        out.setdefault(last, []).append(_untagged(ln) if k and _TAG.match(ln.text) else ln)
+    return list(out.values())
+
+
+def _untagged(ln: Line) -> Line:
+    return Line(ln.no, _TAG.sub("", ln.text, count=1), ln.raw, ln.source, ln.repeated, ln.cut)
+
+
 def records(lines: list[Line]) -> list[ErrorRecord]:
-    """Every exception (with frames and chained causes) and every classifiable error line, in line order."""
+    """Every exception (with frames and chained causes) and every classifiable error line, in line order,
+    read per interleaved stream (:func:`streams`)."""
+    parts = streams(lines)
+    if len(parts) > 1:
+        return sorted((r for part in parts for r in _stream_records(part)), key=lambda r: r.line)
+    return _stream_records(lines)
+
+
+def _stream_records(lines: list[Line]) -> list[ErrorRecord]:
     texts = [clean(ln.text) for ln in lines]
     out: list[ErrorRecord] = []
     prev_exc, wrapper = -1, None
