@@ -85,20 +85,95 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+# ---- bounds on sessions and connections (environment; defaults in parentheses) -----------------------------
+SESSION_IDLE_ENV = "GRPO_DEBUG_SESSION_IDLE_TIMEOUT"  # seconds a session may go without a request (300)
+MAX_SESSIONS_ENV = "GRPO_DEBUG_MAX_SESSIONS"          # open sessions; beyond, a new one gets 503 (1000)
+IDLE_TIMEOUT_ENV = "GRPO_DEBUG_IDLE_TIMEOUT"          # seconds a connection may send nothing while awaited (30)
+MAX_CONNECTIONS_ENV = "GRPO_DEBUG_MAX_CONNECTIONS"    # concurrent connections+requests; beyond, 503 (512)
+
+
+def _env_limit(name: str, default: float) -> float:
+    import os
+
+    raw = os.environ.get(name, "").strip()
+    try:
+        v = float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"${name}={raw!r} is not a number of seconds or a count") from None
+    if not v > 0:
+        raise ValueError(f"${name}={raw!r} must be positive")
+    return v
+
+
 def http_app(server: MCPServer, *, host: str = "127.0.0.1", stateless: bool = False, token: str | None = None,
              allow_hosts: Iterable[str] = (), json_response: bool | None = None) -> Any:
     """The streamable-HTTP ASGI app at /mcp with Host/Origin validation and, with a token, bearer auth.
-    ``stateless`` (replicas behind a load balancer): no sessions, plain JSON responses."""
+    ``stateless`` (replicas behind a load balancer): no sessions, plain JSON responses. Sessions expire after
+    ${GRPO_DEBUG_SESSION_IDLE_TIMEOUT} idle seconds and at most ${GRPO_DEBUG_MAX_SESSIONS} are open at once."""
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=stateless,
         json_response=stateless if json_response is None else json_response,
         transport_security=transport_security_for(host, allow_hosts), host=host,
-        max_request_body_size=HTTP_MAX_BODY_BYTES)
+        max_request_body_size=HTTP_MAX_BODY_BYTES,
+        session_idle_timeout=_env_limit(SESSION_IDLE_ENV, 300.0),
+        max_sessions=int(_env_limit(MAX_SESSIONS_ENV, 1000)))
     return BearerAuth(app, token) if token else app
+
+
+def idle_timeout_protocol(idle: float) -> type:
+    """uvicorn's h11 protocol that closes a connection which sends nothing for ``idle`` seconds while the server
+    waits for it: a fresh connection without a request, headers that never end, a request body that stops, a
+    kept-alive connection. A request being served (an open SSE stream included) is not idle."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class IdleTimeoutH11(H11Protocol):
+        def connection_made(self, transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._last_rx = self.loop.time()
+            self._idle_handle = self.loop.call_later(idle, self._idle_check)
+
+        def data_received(self, data: bytes) -> None:
+            self._last_rx = self.loop.time()
+            super().data_received(data)
+
+        def connection_lost(self, exc) -> None:
+            handle = getattr(self, "_idle_handle", None)
+            if handle is not None:
+                handle.cancel()
+            super().connection_lost(exc)
+
+        def _idle_check(self) -> None:
+            if self.transport.is_closing():
+                return
+            c = self.cycle
+            awaited = c is None or c.response_complete or (c.more_body and not c.response_started)
+            quiet = self.loop.time() - self._last_rx
+            if awaited and quiet >= idle:
+                self.transport.close()
+                return
+            self._idle_handle = self.loop.call_later(max(0.5, idle - quiet if awaited else idle), self._idle_check)
+
+    return IdleTimeoutH11
+
+
+def _raise_fd_limit() -> None:
+    """The soft open-file limit up to the hard one: connections hit the 503 limit long before the fd limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or hard > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536) if hard != resource.RLIM_INFINITY else 65536, hard))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def run_http(server: MCPServer, *, host: str, port: int, **kw: Any) -> None:
     import uvicorn
 
     app = http_app(server, host=host, **kw)
-    uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5)
+    idle = _env_limit(IDLE_TIMEOUT_ENV, 30.0)
+    _raise_fd_limit()
+    uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5,
+                http=idle_timeout_protocol(idle), timeout_keep_alive=int(min(5, max(1, idle))),
+                limit_concurrency=int(_env_limit(MAX_CONNECTIONS_ENV, 512)))

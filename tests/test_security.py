@@ -748,7 +748,7 @@ def test_abandoned_sessions_expire_and_are_capped(serve_http):
     """Attack 8: 10,000 abandoned sessions locked every client out (503) for the 30-minute idle timeout."""
     import httpx
 
-    with serve_http("--max-sessions", "3", "--session-idle-timeout", "2") as (port, proc):
+    with serve_http(env={"GRPO_DEBUG_MAX_SESSIONS": "3", "GRPO_DEBUG_SESSION_IDLE_TIMEOUT": "2"}) as (port, proc):
         url = f"http://127.0.0.1:{port}/mcp"
         for _ in range(3):
             assert httpx.post(url, json=_INIT, headers=_HDRS, timeout=10).status_code == 200
@@ -763,7 +763,7 @@ def test_abandoned_sessions_expire_and_are_capped(serve_http):
 def test_idle_connections_time_out(serve_http):
     """Attack 8: idle connections never timed out (a fresh silent one, and one stuck in its headers); at the
     file-descriptor limit the server exited."""
-    with serve_http("--idle-timeout", "2") as (port, proc):
+    with serve_http(env={"GRPO_DEBUG_IDLE_TIMEOUT": "2"}) as (port, proc):
         socks = []
         for partial in (b"", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"):
             s = socket.create_connection(("127.0.0.1", port))
