@@ -142,10 +142,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     else:
         path = args.path
+    if args.fix and path is None:
+        raise CliError("--fix writes the file in place: give a PATH, not '-' (use --diff for stdin)")
     try:
         result = check_config(text=text, path=path, max_findings=args.max_findings)
     except (InputError, ConfigParseError) as e:
         raise CliError(str(e)) from e
+    if args.fix or args.diff:
+        from grpo_debug.server.fix import fix_file, print_diff
+
+        try:
+            return fix_file(path, result, _out) if args.fix else print_diff(result, _err)
+        except ValueError as e:
+            raise CliError(str(e)) from None
     return _print_triage(args, result)
 
 
@@ -474,6 +483,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("path", metavar="PATH", help="file to read, or '-' for stdin")
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
+    c.add_argument("--diff", action="store_true",
+                   help="print the edits as one unified diff (apply it with: patch -p0 PATH < the.diff)")
+    c.add_argument("--fix", action="store_true",
+                   help="write the edits into PATH in place, after saving the original as PATH.orig")
     c.set_defaults(func=cmd_check)
 
     _add_probe_parser(sub)

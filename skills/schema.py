@@ -145,6 +145,13 @@ class Fix(_Strict):
     summary: str = Field(min_length=10, description="The change, naming the exact option/key/flag.")
     steps: list[str] = Field(default_factory=list)
     patch: dict[str, Any] | None = Field(None, description="key -> new value, where one applies.")
+    bounds: dict[str, Literal["min", "max", "set"]] = Field(default_factory=dict, description=(
+        "How a patch value moves the user's value (tools/engine/edits.py): min = raise to at least this, never "
+        "lower; max = lower to at most this, never raise (a key that is not set is then left alone: its default "
+        "may already be on the safe side); set (the default) = write the value."))
+    patch_by_framework: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "framework -> the patch for files of that framework (its own keys, flags and module paths), replacing "
+        "`patch` there; when given, files of frameworks not listed get no edit."))
     safety: Literal["safe", "review"] = "safe"
     safety_note: str = ""
 

@@ -346,8 +346,9 @@ def test_trl_edits_use_only_trl_keys():
 
 def test_slime_added_flag_uses_dashes():
     res = _check("slime_run_qwen3_4b_bad.sh")
-    news = [e.new for f in res.findings for e in f.edits if e.line is None]
+    news = [ln.strip() for f in res.findings for e in f.edits for ln in e.new.split("\n")]
     assert "--num-gpus-per-node 4" in news and "--use-dynamic-batch-size" in news, news
+    assert all(e.line is not None for f in res.findings for e in f.edits)  # placed inside the bash array
 
 
 # Valid bash from slime's own scripts/run-qwen3-4B.sh: a multi-line double-quoted JSON assignment.

@@ -82,11 +82,28 @@ def check_config(text: str | None = None, path: str | os.PathLike | None = None,
         _check_shell(s, label)
     res = triage_text(s, label=label, hint=fmt if fmt in ("yaml", "json") else None, skipped=skipped, rules=rules,
                       max_findings=max_findings)
+    _add_diff(res, s, label)
     if not res.findings:
         res.summary = (f"No rule flags these settings ({res.coverage.config_facts} settings read; "
                        f"{len(res.coverage.unknown_config_keys)} not used by any rule, listed in coverage). "
                        "This checks known failure patterns only; it is not a guarantee that the run will work.")
     return res
+
+
+def _add_diff(res: TriageResult, s: str, label: str) -> None:
+    """Every finding's edits as one unified diff (tools/engine/diff.py); an edit of a line that several
+    findings change carries the merged line, so applying the edits one by one gives the diff's file."""
+    from grpo_debug.tools.engine.diff import file_diff, merge_edits
+
+    edits = [e for f in res.findings for e in f.edits]
+    if not edits:
+        return
+    merged, _ = merge_edits(edits)
+    for e in edits:
+        if e.line in merged and e.old == merged[e.line][0]:
+            e.new = merged[e.line][1]
+    name = label if label and not label.startswith("<") else "input"
+    res.diff, _ = file_diff(s, edits, name)
 
 
 __all__ = ["check_config", "ConfigParseError", "detect_frameworks", "sniff_format", "yaml"]

@@ -99,6 +99,7 @@ class TriageResult(BaseModel):
     metrics: Annotated[dict[str, SeriesSummary], _OBJECT] = Field(default_factory=dict, description="Per metric series.")
     coverage: Annotated[Coverage, _OBJECT]
     truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
+    diff: str = Field("", description="check_config: every edit as one unified diff; apply with `patch -p0 FILE`.")
 
 
 # ---- the five seed tool families (tools/families/) ----

@@ -14,7 +14,7 @@ import yaml
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
-from grpo_debug.tools.engine.edits import applicable, edits_for_patch
+from grpo_debug.tools.engine.edits import edits_for_patch, rule_patch
 from grpo_debug.tools.engine.events import extract_events
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
@@ -192,10 +192,9 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         score = top.score + 0.3 * min(3, len(hs) - 1)
         patch: dict = {}
         for h in hs:  # the top cause first; other causes' changes only for keys it does not set
-            hp = {**(h.rule.fix.patch or {}), **{k: v for r in h.results for k, v in r.patch.items()}}
-            for k, v in hp.items():
-                if applicable(k, ctx.facts):
-                    patch.setdefault(k, v)
+            computed = {k: v for r in h.results for k, v in r.patch.items()}  # a check's values for this input
+            for k, v in rule_patch(h.rule.fix, h.rule.applies_to.frameworks, computed, ctx.facts, lines).items():
+                patch.setdefault(k, v)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title, confidence=confidence,
             evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),

@@ -361,6 +361,9 @@ def slime_global_batch_exceeds_rollout(fs: FactSet) -> Result:
 GROUP_KEYS = ("actor_rollout_ref.rollout.n", "n_samples_per_prompt", "num_generations", "rollout_n", "n_samples_per_prompt")
 
 
+GROUP_FIX = 4  # the group size a fix raises to whatever the detection threshold (the skill's MUST DO 7: gs>=4)
+
+
 def group_size_below(fs: FactSet, min: int = 4) -> Result:
     """GRPO group size (samples per prompt) below ``min``: with 1 the group-normalised advantage is
     0 (verl: mean 0/std 1 branch) or the raw reward (REINFORCE without a baseline; rllm #605)."""
@@ -371,11 +374,11 @@ def group_size_below(fs: FactSet, min: int = 4) -> Result:
         # the framework default when the key is left out: verl rollout.n 1, slime --n-samples-per-prompt 1
         if est is not None and str(est.value).lower() == "grpo" and est.key.startswith("algorithm."):
             return ([est.line], "actor_rollout_ref.rollout.n is not set: verl's default is 1 sample per prompt",
-                    {"actor_rollout_ref.rollout.n": min})
+                    {"actor_rollout_ref.rollout.n": max(min, GROUP_FIX)})
         rbs = fs.get("rollout_batch_size")
         if rbs is not None and rbs.origin == "flag" and (est is None or str(est.value).lower() == "grpo"):
             return ([rbs.line], "--n-samples-per-prompt is not set: slime's default is 1 sample per prompt",
-                    {"n_samples_per_prompt": min})
+                    {"n_samples_per_prompt": max(min, GROUP_FIX)})
         return None
     if _num(f) is None or _num(f) >= min:
         return None
@@ -386,7 +389,7 @@ def group_size_below(fs: FactSet, min: int = 4) -> Result:
         return None
     if est is None and f.key.lower().endswith("rollout.n"):
         return None
-    return (_lines(f, est), f"{f.key} = {_num(f)} samples per prompt (< {min})", {f.key: min})
+    return (_lines(f, est), f"{f.key} = {_num(f)} samples per prompt (< {min})", {f.key: max(min, GROUP_FIX)})
 
 
 def lora_rank_with_vllm(fs: FactSet, min: int = 64) -> Result:

@@ -1,6 +1,17 @@
 """Turn a patch (key -> new value) into exact text edits of the input (the line as it is, the line as it
 should be), in the input's own syntax: Hydra/verl overrides, ``--flags``, JSON, YAML, ``k=v`` reprs and
-environment assignments. Keys not set in the input become lines to add, in the style the input uses.
+environment assignments. Keys not set in the input become lines added where the syntax needs them
+(tools/engine/placement.py); all edits of one line become one edit.
+
+What a rule's patch may do to a given input (:func:`rule_patch`):
+
+- framework: a rule's ``patch_by_framework`` picks the patch for the input's framework (slime's
+  ``slime.rollout.forge_load.generate_rollout`` for a slime script, Relax's ``relax.engine...`` for a Relax
+  one); a module path of another framework is never written, nor a non-dotted key the input does not set
+  into an input whose framework the rule does not name;
+- direction: ``bounds`` say how a value may move (``min``: raise to at least, ``max``: lower to at most,
+  ``set``); an edit never moves a value against its rule (a mem fraction of 0.5 is not raised to 0.7
+  by a rule that says lower it).
 """
 from __future__ import annotations
 
@@ -8,9 +19,93 @@ import json
 import re
 from typing import Any
 
-from grpo_debug.tools.engine.facts import Fact, FactSet
-from grpo_debug.tools.models import Edit
+from grpo_debug.tools.engine.facts import Fact, FactSet, detect_frameworks
 from grpo_debug.tools.engine.normalize import Line
+from grpo_debug.tools.engine.placement import add_key, yaml_scalar
+from grpo_debug.tools.models import Edit
+
+# detect_frameworks' names -> the names rules use in applies_to / patch_by_framework
+_FRAMEWORK_NAMES = {"verl": {"verl"}, "deepspeed": {"deepspeed"}, "slime/relax": {"slime", "relax"},
+                    "megatron-lm": {"megatron", "megatron-lm"}, "trl/hf": {"trl", "hf-trainer"},
+                    "openrlhf": {"openrlhf"}}
+# top-level Python packages of frameworks: a module path value starting with one belongs to that framework
+_PACKAGES = {"relax": "relax", "slime": "slime", "verl": "verl", "trl": "trl", "openrlhf": "openrlhf",
+             "deepspeed": "deepspeed", "megatron": "megatron"}
+
+
+def input_frameworks(fs: FactSet, lines: list[Line] | dict[int, Line]) -> set[str]:
+    """The frameworks the input is written for, in the rules' names. slime and Relax share their flags;
+    the entry point (``relax/entrypoints``, ``-m relax``, ``slime/``, ``train.py`` of slime) tells them apart."""
+    out: set[str] = set()
+    for fw in detect_frameworks(fs):
+        out |= _FRAMEWORK_NAMES.get(fw, {fw})
+    if "deepspeed" in out and not any(f.origin in ("json", "yaml") and _is_deepspeed_key(f.key) for f in fs.facts):
+        out.discard("deepspeed")  # a launcher's --zero_stage is not a DeepSpeed config file
+    text = "\n".join(ln.raw for ln in (lines.values() if isinstance(lines, dict) else lines))
+    if {"slime", "relax"} <= out or re.search(r"\brelax[./]", text) or re.search(r"\bslime[./]", text):
+        relax, slime = bool(re.search(r"\brelax[./]", text)), bool(re.search(r"\bslime[./]", text))
+        if relax != slime:
+            out -= {"slime", "relax"}
+            out.add("relax" if relax else "slime")
+    return out
+
+
+def _is_deepspeed_key(key: str) -> bool:
+    return bool(re.match(r"(deepspeed_config\.)?((zero_optimization|fp16|bf16|optimizer|scheduler)\.|(gradient_clipping|"
+                         r"train_micro_batch_size_per_gpu|train_batch_size|gradient_accumulation_steps|zero_stage)$)", key))
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _bound_of(bounds: dict[str, str], key: str) -> str:
+    k = key.lower()
+    for b, how in bounds.items():
+        bl = b.lower()
+        if bl == k or k.endswith("." + bl) or bl.endswith("." + k):
+            return how
+    return "set"
+
+
+def _foreign_module(v: Any, frameworks: set[str]) -> bool:
+    """A module path value (``relax.engine.rollout...``) of a framework the input is not written for."""
+    if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", v):
+        return False
+    fw = _PACKAGES.get(v.split(".", 1)[0])
+    return fw is not None and fw not in frameworks
+
+
+def rule_patch(fix, rule_frameworks: list[str], computed: dict[str, Any], fs: FactSet,
+               lines: list[Line] | dict[int, Line]) -> dict[str, Any]:
+    """The changes one rule asks of this input: the values its checks computed for the input (they win),
+    else its ``patch_by_framework`` entry for the input's framework (or ``patch``), kept to what fits the
+    input (see the module doc) and moved only the way ``fix.bounds`` allow."""
+    fws = input_frameworks(fs, lines)
+    by_fw = getattr(fix, "patch_by_framework", None) or {}
+    if by_fw:
+        picked = [fw for fw in by_fw if fw in fws]
+        base = dict(by_fw[picked[0]]) if len(picked) == 1 else {}
+    else:
+        base = dict(fix.patch or {})
+    named = {n for fw in rule_frameworks for n in ({fw} | _FRAMEWORK_NAMES.get(fw, set()))}
+    out: dict[str, Any] = {}
+    for key, new in {**base, **computed}.items():
+        if key not in computed:
+            if _foreign_module(new, fws) or not applicable(key, fs):
+                continue
+            if "." not in key and fs.get(key) is None and named and fws and not (fws & named):
+                continue  # a key of another framework's file
+        how = "set" if key in computed else _bound_of(getattr(fix, "bounds", None) or {}, key)
+        if how != "set":
+            f = fs.get(key)
+            cur, want = _number(f.value) if f else None, _number(new)
+            if f is None or cur is None or want is None:
+                continue  # unset (its default may already be on the safe side) or not a number
+            if (how == "min" and cur >= want) or (how == "max" and cur <= want):
+                continue  # already where the rule wants it: never move it back
+        out[key] = new
+    return out
 
 
 def _py(v: Any, like: str = "") -> str:
@@ -23,8 +118,9 @@ def _py(v: Any, like: str = "") -> str:
 
 
 def _flag_names(key: str) -> list[str]:
+    """Spellings of a flag: the whole key (OpenRLHF's dotted --actor.max_norm), then its last part."""
     base = key.rsplit(".", 1)[-1]
-    return list(dict.fromkeys([base.replace("_", "-"), base]))
+    return list(dict.fromkeys([key.replace("_", "-"), key, base.replace("_", "-"), base]))
 
 
 def _edit_existing(f: Fact, new: Any, raw: str) -> str | None:
@@ -35,10 +131,10 @@ def _edit_existing(f: Fact, new: Any, raw: str) -> str | None:
             return raw[:m.start(2)] + _py(new, m.group(2)) + raw[m.end(2):]
     elif f.origin == "flag":
         for name in _flag_names(f.key):
-            m = re.search(rf"--{re.escape(name)}(?:=|\s+)(?!--)(\S+)", raw) if f.value is not True else None
+            m = re.search(rf"--{re.escape(name)}(?:=|\s+)(?!--)(?!\\)(\S+)", raw) if f.value is not True else None
             if m:
                 return raw[:m.start(1)] + _py(new) + raw[m.end(1):]
-            m = re.search(rf"\s?--{re.escape(name)}\b", raw)
+            m = re.search(rf"\s?--{re.escape(name)}(?![\w-])", raw)
             if m and f.value is True:
                 if new is False:
                     return raw[:m.start()] + raw[m.end():]
@@ -48,58 +144,14 @@ def _edit_existing(f: Fact, new: Any, raw: str) -> str | None:
         if m:
             return raw[:m.start(2)] + json.dumps(new) + raw[m.end(2):]
     elif f.origin == "yaml":
-        m = re.search(rf"^(\s*{last}\s*:\s*)([^#\n]*?)(\s*(#.*)?)$", raw)
+        m = re.search(rf"^(\s*(?:-\s+)?{last}\s*:\s*)([^#\n]*?)(\s*(#.*)?)$", raw)
         if m:
-            return raw[:m.start(2)] + _yaml(new) + raw[m.end(2):]
+            return raw[:m.start(2)] + yaml_scalar(new) + raw[m.end(2):]
     elif f.origin in ("kwargs", "env"):
         m = re.search(rf"(\b{last}=)('[^']*'|\"[^\"]*\"|[^,\s)]+)", raw)
         if m:
             return raw[:m.start(2)] + _py(new, m.group(2)) + raw[m.end(2):]
     return None
-
-
-def _yaml(v: Any) -> str:
-    """A YAML scalar: booleans and null spelled the YAML way, strings quoted when YAML would misread them."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "null"
-    s = str(v)
-    if isinstance(v, str) and (re.search(r"[:#{}\[\],&*!|>'\"%@`]", s) or s.strip() != s or not s):
-        return json.dumps(s)
-    return s
-
-
-def _style(fs: FactSet) -> str:
-    origins = [f.origin for f in fs.facts]
-    for o in ("override", "flag", "json", "yaml", "kwargs"):
-        if o in origins:
-            return o
-    return "override"
-
-
-def _flag_style_underscore(lines: list[Line]) -> bool:
-    """Whether the input spells multi-word flags with underscores (OpenRLHF --actor_num_nodes) rather than
-    dashes (slime/Megatron --num-gpus-per-node): majority of --flag tokens."""
-    text = "\n".join(ln.text for ln in lines)
-    dash = len(re.findall(r"(?<![\w-])--[a-z0-9]+-[a-z0-9]", text))
-    under = len(re.findall(r"(?<![\w-])--[a-z0-9]+_[a-z0-9]", text))
-    return under > dash
-
-
-def _new_line(key: str, new: Any, fs: FactSet, underscore: bool = False) -> str:
-    style = _style(fs)
-    if style == "flag":
-        name = key.rsplit(".", 1)[-1]
-        name = name if underscore else name.replace("_", "-")
-        return f"--{name}" if new is True else f"--{name} {_py(new)}"
-    if style == "json":
-        return f'"{key}": {json.dumps(new)}' if "." not in key else f'{json.dumps(key)}: {json.dumps(new)}  (nest under the dotted path)'
-    if style == "yaml":
-        return f"{key}: {_yaml(new)}" + ("  (nest under the dotted path)" if "." in key else "")
-    if style == "kwargs":
-        return f"{key.rsplit('.', 1)[-1]}={_py(new)}"
-    return f"{key}={_py(new)}"
 
 
 def applicable(key: str, fs: FactSet) -> bool:
@@ -113,29 +165,49 @@ def applicable(key: str, fs: FactSet) -> bool:
     return True
 
 
+def _target(key: str, fs: FactSet) -> Fact | None:
+    f = fs.get(key)
+    if f is None and "." in key:
+        parent = fs.get(key.rsplit(".", 1)[0])  # TRL/HF `fp16: true` for DeepSpeed's fp16.enabled
+        if parent is not None and isinstance(parent.value, bool):
+            f = parent
+    return f
+
+
 def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line] | dict[int, Line]) -> list[Edit]:
-    """Exact edits for ``patch`` against the input: replace the line that sets a key, or add one."""
-    out: list[Edit] = []
+    """Exact edits for ``patch`` against the input: rewrite the line that sets a key, or add the key where
+    the input's syntax needs it. Several keys on one line give one edit (its ``key`` names them all)."""
+    from grpo_debug.tools.engine.diff import merge_line
+
     by_no = lines if isinstance(lines, dict) else {ln.no: ln for ln in lines}
-    underscore = _flag_style_underscore(list(by_no.values()))
+    now: dict[int, tuple[str, str, list[str], str]] = {}  # line -> (original, current, keys, note)
+    loose: list[Edit] = []
     for key, new in (patch or {}).items():
-        if not applicable(key, fs):
-            continue
-        f = fs.get(key)
-        if f is None and "." in key:
-            parent = fs.get(key.rsplit(".", 1)[0])  # TRL/HF `fp16: true` for DeepSpeed's fp16.enabled
-            if parent is not None and isinstance(parent.value, bool):
-                f = parent
+        f = _target(key, fs)
         if f is not None and f.line in by_no:
-            raw = by_no[f.line].raw.rstrip("\r\n")
             if f.value == new:
                 continue  # already set as the fix asks
-            changed = _edit_existing(f, new, raw)
-            if changed is not None and changed != raw:
-                out.append(Edit(key=f.key, line=f.line, old=raw, new=changed))
+            orig, cur, keys, note = now.get(f.line) or (by_no[f.line].raw.rstrip("\r\n"),) * 2 + ([], "")
+            changed = _edit_existing(f, new, cur)
+            if changed is None or changed == cur:
+                text = add_key(key, new, fs, by_no, text_only=True)
+                if text:
+                    loose.append(Edit(key=f.key, line=None, new=text,
+                                      note=f"could not rewrite line {f.line} in place; set this instead"))
                 continue
-            out.append(Edit(key=f.key, line=f.line, old=raw, new=_new_line(f.key, new, fs, underscore),
-                            note="could not rewrite the line in place; set this instead"))
-        else:
-            out.append(Edit(key=key, line=None, old=None, new=_new_line(key, new, fs, underscore), note="not set in the input; add it"))
-    return out
+            now[f.line] = (orig, changed, keys + [f.key], note)
+            continue
+        placed = add_key(key, new, fs, by_no)
+        if isinstance(placed, tuple):
+            no, added = placed
+            orig, cur, keys, _ = now.get(no) or (by_no[no].raw.rstrip("\r\n"),) * 2 + ([], "")
+            whole = added[1:] if added.startswith("\x00") else orig + "\n" + added  # \x00: the anchor rewritten
+            merged = merge_line(orig, [cur, whole]) if cur != orig else whole
+            if merged is not None:
+                now[no] = (orig, merged, keys + [key], f"adds {key} at line {no}")
+                continue
+            placed = whole.split("\n")[-1].strip()
+        if placed:
+            loose.append(Edit(key=key, line=None, new=placed, note="not set in the input; add it"))
+    out = [Edit(key=", ".join(keys), line=no, old=orig, new=cur, note=note) for no, (orig, cur, keys, note) in sorted(now.items())]
+    return out + loose
