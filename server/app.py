@@ -309,8 +309,8 @@ def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
     """The ``check_config`` tool: a config or launch script vetted before a run."""
     @server.tool(name="check_config", title="Check a training config or launch script",
                  description="Check a config (verl YAML, DeepSpeed JSON, TRL/HF args) or launch script (slime, Megatron, "
-                             "OpenRLHF, verl overrides): what the settings will cause and the exact line edits. "
-                             "Give `text` or `path`.", annotations=READ_ONLY)
+                             "OpenRLHF, verl overrides): what the settings will cause, the exact line edits and `diff` "
+                             "(for `patch -p0 FILE`). Give `text` or `path`.", annotations=READ_ONLY)
     async def check_config_tool(
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(description="A config or script file to read instead.")] = "",

@@ -112,6 +112,8 @@ def bound_triage(res: TriageResult) -> TriageResult:
     cov.unknown_config_keys = [_clip(x, 200)[0] for x in cov.unknown_config_keys[:50]]
     cov.input = _clip(cov.input, 500)[0]
     res.summary = _clip(res.summary, 2 * MAX_PROSE_CHARS)[0]
+    if len(res.diff) > MAX_ANSWER_BYTES // 3:  # a cut diff does not apply: leave it out, the edits stay
+        res.diff, cut = "", True
     total = _size(res)
     if total > MAX_ANSWER_BYTES:
         total, n = _drop_to_budget(res.findings, total)

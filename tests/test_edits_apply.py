@@ -191,3 +191,16 @@ def test_no_deepspeed_key_in_a_megatron_or_openrlhf_launch():
         for rid in ("deepspeed-gradient-clipping-off", "deepspeed-muon-gradient-clipping-conflict"):
             r = _rule(rid)
             assert "gradient_clipping" not in rule_patch(r.fix, r.applies_to.frameworks, {}, ctx.facts, lines), (rid, text)
+
+
+@pytest.mark.anyio
+async def test_mcp_check_config_returns_the_same_diff(tmp_path):
+    from mcp import Client
+
+    from grpo_debug.server.app import build_server
+
+    f = tmp_path / "ds.json"
+    f.write_text(DS_JSON)
+    async with Client(build_server(allowed_roots=[str(tmp_path)])) as c:
+        r = await c.call_tool("check_config", {"path": str(f)})
+    assert r.structured_content["diff"] == check_config(path=str(f)).diff != ""
