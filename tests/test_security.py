@@ -447,7 +447,8 @@ def test_deeply_nested_json_is_not_an_internal_error(tmp_path):
     obj = _write(tmp_path / "deep_obj.json", '{"a":' * 50_000 + "1" + "}" * 50_000)
     yml = _write(tmp_path / "deep.yaml", "a: " + "[" * 50_000 + "]" * 50_000 + "\n")
     log = _write(tmp_path / "deep.log", "step 1: {'a': " + "[" * 20_000 + "]" * 20_000 + "}\n{\n" + '"a":' + "[" * 20_000
-                 + "]" * 20_000 + "\n}\n")
+                 + "]" * 20_000 + "\n}\n" + '{"message": "x", "a": ' + "[" * 9_000 + "]" * 9_000 + "}\n"
+                 + 'step 2: {"loss": ' + "[" * 9_000 + "]" * 9_000 + "}\n")
     for f in (arr, obj, yml, log):
         for cmd in ("check", "triage"):
             assert_answered(cli(cmd, f))

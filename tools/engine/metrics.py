@@ -105,6 +105,8 @@ def parse_dict_text(s: str) -> dict | None:
     try:
         d = json.loads(s)
         return d if isinstance(d, dict) else None
+    except RecursionError:  # nested deeper than the decoder's recursion limit: not a metrics dict
+        return None
     except ValueError:
         pass
     t = _BARE_NAN.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", s)

@@ -29,7 +29,7 @@ _RAY_PREFIX = re.compile(
 )
 _AUTOSCALER = re.compile(r"^\s*\((?:autoscaler|scheduler) \+[\dhms]+\)\s?")
 _RAYLET = re.compile(r"^\s*\(raylet(?:, ip=[\w.:-]+)?\)\s?")
-_REPEATED = re.compile(r"\s*\[repeated (\d+)x across cluster\](?:\s*\(Ray deduplicates logs by default\..*)?\s*$")
+_REPEATED = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\](?:\s*\(Ray deduplicates logs by default\..*)?\s*$")
 _RANK_PREFIX = re.compile(r"^\[(?:rank|Rank )?\d+\]:\s?")
 _LAUNCHER_PREFIX = re.compile(r"^\[([a-z][\w-]*)\]\s")  # e.g. "[actor_llm_3] " from process launchers
 
@@ -61,7 +61,7 @@ def json_message(s: str) -> str | None:
         return None
     try:
         obj = json.loads(st)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile line nests deeper than the decoder's recursion limit
         return None
     if not isinstance(obj, dict):
         return None
@@ -100,7 +100,7 @@ def normalize_line(raw: str, no: int) -> Line:
         source = source or m.group(1)
         s = s[m.end():]
     repeated = 1
-    m = _REPEATED.search(s)
+    m = _REPEATED.search(s) if "[repeated " in s else None
     if m:
         repeated = int(m.group(1))
         s = s[: m.start()]
