@@ -204,3 +204,12 @@ async def test_mcp_check_config_returns_the_same_diff(tmp_path):
     async with Client(build_server(allowed_roots=[str(tmp_path)])) as c:
         r = await c.call_tool("check_config", {"path": str(f)})
     assert r.structured_content["diff"] == check_config(path=str(f)).diff != ""
+
+
+@needs_patch
+def test_removed_flags_leave_no_blank_lines_and_the_muon_rule_closes(tmp_path, capsys):
+    text = Path(__file__).with_name("configs").joinpath("megatron_pretrain_bad.sh").read_text()
+    new, fixed, again = _patch_and_recheck(tmp_path, "run.sh", text, capsys)
+    assert "--use-distributed-optimizer" not in new and "--overlap-grad-reduce" not in new
+    assert len(new.splitlines()) == len(text.splitlines()) - 2
+    assert "megatron-muon-unsupported-options" in fixed and not fixed & again, (fixed, again)

@@ -68,8 +68,9 @@ def apply_merged(text: str, merged: dict[int, tuple[str, str]]) -> tuple[str, li
             stale.append(no)
             continue
         cr = "\r" if lines[i].endswith("\r") else ""
-        if re.fullmatch(r"\s*\\", new) and i > 0 and lines[i - 1].rstrip("\r").endswith("\\"):
-            drop.add(i)  # only the continuation was left: the previous line already continues
+        continued = i > 0 and lines[i - 1].rstrip("\r").endswith("\\")
+        if (re.fullmatch(r"\s*\\", new) and continued) or (not new.strip() and old.strip() and not continued):
+            drop.add(i)  # a flag removed from its own line: nothing is left but blanks or the continuation
             continue
         lines[i] = new.replace("\n", eol) + cr
     return "\n".join(x for i, x in enumerate(lines) if i not in drop), stale
