@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from dataclasses import dataclass
 from typing import Callable
 
+from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.metrics import MetricTable, Point, is_finite
 
 GRAD_NORM = r"grad.?norm"
@@ -23,11 +23,6 @@ LENGTH_CLIP = r"clip_ratio$|clipped_ratio|truncated(?:_ratio|_rate)?$|response_l
 LOSS = r"(?:^|/)(?:pg_loss|policy_loss|loss|lm loss)$"
 
 
-@dataclass
-class Hit:
-    lines: list[int]
-    message: str
-    keys: list[str]
 
 
 def _select(t: MetricTable, keys: str | None, default: str) -> list[tuple[str, list[Point]]]:
@@ -237,3 +232,8 @@ DETECTORS: dict[str, Callable[..., Hit | None]] = {
     "threshold": threshold, "step1_mismatch": step1_mismatch, "zero_reward": zero_reward,
     "length_cap": length_cap, "flat": flat,
 }
+# the run-model detectors (engine/series: late_climb, robust_spike, collapse, flat_zero, plateau, first_nonfinite,
+# mismatch_jump) share the registry; match.run_detector passes them the Run instead of the MetricTable
+from grpo_debug.tools.engine.series import RUN_DETECTORS  # noqa: E402
+
+DETECTORS.update(RUN_DETECTORS)

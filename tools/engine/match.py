@@ -37,6 +37,17 @@ class Context:
     _by_kind: dict[str, list[Event]] = field(default_factory=dict)
     _regex_hits: dict[tuple[str, bool], set[int]] | None = None
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # every rule regex, for one prefilter pass
+    _run: Any = None  # the run model (tools/run), built on first use
+
+    @property
+    def run(self):
+        """The :class:`~grpo_debug.tools.run.model.Run` of this input (canonical series and facts), built once from
+        the context's own lines, metric table, facts and events."""
+        if self._run is None:
+            from grpo_debug.tools.run.build import from_context
+
+            self._run = from_context(self)
+        return self._run
 
     def regex_candidates(self, pattern: str, ignore_case: bool) -> set[int] | None:
         """Indices of lines that may match ``pattern``: all rule regexes run in one multi-pattern pass over
@@ -113,6 +124,28 @@ def _cmp(op: str, a: Any, b: Any) -> bool:
         return False
 
 
+def run_detector(name: str, params: dict[str, Any], ctx: Context):
+    """Run detector ``name`` (engine/detectors.py over the MetricTable, or engine/series over the run model).
+
+    ``metric:`` names a canonical series (``metric: grad_norm``). A series detector reads it from ``ctx.run``; for a
+    table detector it becomes a ``keys`` regex of exactly that series' raw keys. When the run has no such series, a
+    ``keys`` regex given beside it is used instead (raw spellings the alias table does not map yet); with neither,
+    the signal does not hold. Returns the detector's Hit or None."""
+    fn = DETECTORS.get(name)
+    if fn is None:
+        return None
+    if getattr(fn, "reads_run", False):
+        return fn(ctx.run, **params)
+    metric = params.pop("metric", None)
+    if metric is not None:
+        s = ctx.run.series_of(metric)
+        if s is not None:
+            params["keys"] = "^(?:" + "|".join(re.escape(k) for k in s.raw_keys) + ")$"
+        elif not params.get("keys"):
+            return None
+    return fn(ctx.metrics, **params)
+
+
 def eval_signal(sig, ctx: Context) -> SignalResult | None:
     """Evaluate one signal; None when it does not hold."""
     if isinstance(sig, RegexSignal):
@@ -147,10 +180,7 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
         port = evs[0].fields.get("port")
         return SignalResult(lines, f"{sig.event} event ({len(evs)}x)", "event", [str(port)] if port else [])
     if isinstance(sig, DetectorSignal):
-        fn = DETECTORS.get(sig.detector)
-        if fn is None:
-            return None
-        hit = fn(ctx.metrics, **sig.params)
+        hit = run_detector(sig.detector, dict(sig.params), ctx)
         return SignalResult(hit.lines, hit.message, "detector", list(hit.keys)) if hit else None
     if isinstance(sig, ConfigSignal):
         facts = [f for k in sig.all_keys() for f in ctx.facts.find(k)]
