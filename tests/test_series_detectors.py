@@ -1,0 +1,143 @@
+"""Run-model detectors (tools/engine/series) on synthesized series and on the shared late-climb log."""
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from grpo_debug.tools.engine.normalize import normalize
+from grpo_debug.tools.engine.series import (collapse, first_nonfinite, flat_zero, late_climb, mismatch_jump, plateau,
+                                            robust_spike)
+from grpo_debug.tools.run import Point, Run, build_run
+
+LATE_CLIMB = Path("/work/shared/cases/verl-late-gradnorm-climb/input.log")
+
+
+def _run(**series: list[float]) -> Run:
+    """A Run whose series ``name`` has one point per value at steps 1..n on lines 10+step."""
+    run = Run()
+    for name, vals in series.items():
+        for i, v in enumerate(vals, 1):
+            run.add_point(name, Point(float(i), float(v), name, line=10 + i), canonical=True)
+    return run
+
+
+def _noisy(n: int, level: float, rel: float, seed: int) -> list[float]:
+    rnd = random.Random(seed)
+    return [level * (1 + rnd.gauss(0, rel)) for _ in range(n)]
+
+
+# late_climb ------------------------------------------------------------------------------------------------------
+
+def test_late_climb_reports_the_first_step_of_the_climb():
+    vals = _noisy(200, 0.3, 0.15, 1) + [0.3 * 1.12 ** k for k in range(1, 40)]
+    hit = late_climb(_run(grad_norm=vals))
+    assert hit is not None
+    first = int(hit.message.split("climbs from step ")[1].split(" ")[0])
+    assert 201 <= first <= 206, hit.message
+    assert hit.lines[0] == 10 + first
+
+
+def test_late_climb_ending_in_nan_is_reported_before_the_nan():
+    vals = _noisy(100, 1.0, 0.1, 2) + [1.15 ** k for k in range(1, 30)] + [math.nan]
+    hit = late_climb(_run(grad_norm=vals))
+    assert hit is not None and "turns nan" in hit.message and "climbs from step 10" in hit.message
+
+
+@pytest.mark.parametrize("vals", [
+    _noisy(400, 0.3, 0.3, 3),                                                # noisy
+    [v * (1 + 0.6 * i / 400) for i, v in enumerate(_noisy(400, 0.3, 0.1, 4))],  # mild drift (1.6x over the run)
+    [v * (8 if i % 37 == 0 and i else 1) for i, v in enumerate(_noisy(400, 0.3, 0.1, 5))],  # isolated spikes
+    [0.3 * 1.2 ** k for k in range(12)],                                     # too short to have a baseline
+])
+def test_late_climb_stays_quiet_on_healthy_series(vals):
+    assert late_climb(_run(grad_norm=vals)) is None
+
+
+@pytest.mark.skipif(not LATE_CLIMB.exists(), reason="shared case not mounted")
+def test_late_climb_on_shared_verl_log_starts_at_line_302():
+    hit = late_climb(build_run(normalize(LATE_CLIMB.read_text())))
+    assert hit is not None and hit.lines[0] == 302 and set(hit.lines) & set(range(302, 317))
+
+
+def test_late_climb_uses_keys_regex_for_raw_names():
+    vals = _noisy(50, 1.0, 0.05, 6) + [1.3 ** k for k in range(1, 15)]
+    run = _run(**{"train/some_norm": vals})
+    assert late_climb(run) is None
+    assert late_climb(run, keys="some_norm") is not None
+    assert late_climb(run, metric="kl") is None  # asked for a series the run lacks
+
+
+# robust_spike ----------------------------------------------------------------------------------------------------
+
+def test_robust_spike_finds_an_isolated_spike_that_returns():
+    vals = _noisy(60, 0.5, 0.1, 7)
+    vals[40] = 20.0
+    hit = robust_spike(_run(grad_norm=vals))
+    assert hit is not None and "step 41" in hit.message and 51 in hit.lines
+
+
+def test_robust_spike_quiet_on_noise_and_on_a_last_point():
+    assert robust_spike(_run(grad_norm=_noisy(300, 0.5, 0.2, 8))) is None
+    assert robust_spike(_run(grad_norm=_noisy(30, 0.5, 0.1, 9) + [50.0])) is None
+
+
+# collapse --------------------------------------------------------------------------------------------------------
+
+def test_collapse_of_entropy_names_the_start_of_the_fall():
+    vals = [0.6] * 20 + [0.6 * 0.7 ** k for k in range(1, 15)]
+    hit = collapse(_run(entropy=vals))
+    assert hit is not None and "starting at step 21" in hit.message
+
+
+def test_collapse_quiet_on_slow_healthy_decline():
+    assert collapse(_run(entropy=[0.6 - 0.001 * i for i in range(200)])) is None
+
+
+# flat_zero -------------------------------------------------------------------------------------------------------
+
+def test_flat_zero_whole_series_and_tail():
+    assert "0 at all 5 points" in flat_zero(_run(reward_mean=[0, 0, 0, 0, 0])).message
+    hit = flat_zero(_run(reward_mean=[0.2, 0.3, 0.25] + [0.0] * 6))
+    assert hit is not None and "drops to 0 at step 4" in hit.message
+    assert flat_zero(_run(reward_mean=[0.2, 0.0, 0.3, 0.0])) is None
+    assert flat_zero(_run(reward_mean=[0.0])) is None
+
+
+# plateau ---------------------------------------------------------------------------------------------------------
+
+def test_plateau_after_movement():
+    hit = plateau(_run(loss=[2.0, 1.6, 1.3, 1.1, 0.9] + [0.693] * 8))
+    assert hit is not None and "stops moving at step 6" in hit.message
+    assert plateau(_run(loss=[0.693] * 13)) is None  # never moved: nothing to stop
+    assert plateau(_run(loss=_noisy(40, 1.0, 0.05, 10))) is None
+
+
+# first_nonfinite -------------------------------------------------------------------------------------------------
+
+def test_first_nonfinite_is_the_earliest_over_series():
+    run = _run(loss=[1.0, 1.0, math.nan, 1.0], grad_norm=[0.5, math.inf, math.nan, 0.5])
+    hit = first_nonfinite(run)
+    assert hit.message.startswith("grad_norm is inf at step 2") and "2 series affected" in hit.message
+    assert "returns to finite" in hit.message and hit.lines[:2] == [11, 12]
+    assert first_nonfinite(_run(loss=[1.0, 2.0])) is None
+
+
+# mismatch_jump ---------------------------------------------------------------------------------------------------
+
+def test_mismatch_jump_per_framework_bounds():
+    run = Run()
+    for i, v in enumerate([0.003, 0.004, 0.02, 0.03], 1):
+        run.add_point("logprob_mismatch", Point(i, v, "training/rollout_probs_diff_mean", line=i))
+    hit = mismatch_jump(run)
+    assert hit is not None and "step 3" in hit.message and "0.01" in hit.message
+    quiet = Run()
+    for i, v in enumerate([0.003, 0.004, 0.02, 0.004], 1):  # one spike that returns
+        quiet.add_point("logprob_mismatch", Point(i, v, "training/rollout_probs_diff_mean", line=i))
+    assert mismatch_jump(quiet) is None
+    slime = Run()
+    for i, v in enumerate([0.01, 0.012, 0.011], 1):  # within slime's 0.1
+        slime.add_point("logprob_mismatch", Point(i, v, "train/train_rollout_logprob_abs_diff", line=i))
+    assert mismatch_jump(slime) is None
