@@ -127,3 +127,10 @@ def test_rules_explain_the_error_before_the_generic_finding():
     r = triage_text(text)
     assert r.findings[0].symptom == "cuda_oom"
     assert not r.findings[0].causes[0].rule_id.startswith("error-class:")
+
+
+def test_nonfinite_values_in_an_unknown_format_get_a_low_confidence_finding():
+    r = triage(path=str(CORPUS / "deepspeed-0140-zero2-gradnorm-nan-allreduce-regression" / "input.log"))
+    f = r.findings[0]
+    assert f.symptom == "nan_inf" and f.confidence == "low" and {11, 13, 22} <= {e.line for e in f.evidence}
+    assert not triage_text("INFO model loaded; nan_to_num is used for logits").findings

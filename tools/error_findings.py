@@ -113,7 +113,33 @@ def _rank(evs: list[Event]) -> int:
     return 0 if ev.fields.get("exc_type") else (1 if ev.fields.get("frames") else 2)
 
 
+_NONFINITE_CELL = re.compile(r"(?:^|[:=|,(\[]|\s)\s*([-+]?(?:nan|inf(?:inity)?))\s*(?=$|[|,;)\]]|\s)", re.I)
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])", re.I)
+
+
+def _nonfinite_cells(ctx: Context) -> list[int]:
+    """Lines that print a value as NaN/Inf next to numbers (a markdown table row, ``key: nan``, a CSV row)
+    in a format the metric readers do not know yet."""
+    out = []
+    for ln in ctx.lines:
+        t = ln.text
+        if len(t) < 400 and _NONFINITE_CELL.search(t) and _NUMBER.search(t) and not t.lstrip().startswith("#"):
+            out.append(ln.no)
+    return out
+
+
 def _nonfinite(ctx: Context, by_no: dict) -> Finding | None:
+    cells = _nonfinite_cells(ctx) if not any(ctx.metrics.series.values()) else []
+    if cells:
+        why = f"{len(cells)} line(s) print a value as NaN/Inf (first: line {cells[0]}); the format is not one the " \
+              "metric readers know, so the metric is not named."
+        fix = ("Check which metric the column or key is (loss, grad_norm, reward), the first step where it turned "
+               "non-finite, the loss scale (fp16), lr and grad clipping; paste the raw per-step log lines.")
+        cause = Cause(rule_id="error-class:nonfinite_value", title="A logged value is NaN/Inf", confidence="low",
+                      why=why, fix=fix, verified=False, matched=[why])
+        ev = [Evidence(line=n, text=by_no[n].text.strip()[:240]) for n in cells[:6] if n in by_no]
+        return Finding(symptom="nan_inf", title="Values printed as NaN/Inf", confidence="low", evidence=ev,
+                       causes=[cause], fix=fix, next_checks=[fix], sharpen=list(_PASTE_NEXT[2:]), score=_SCORE["low"])
     for key, pts in ctx.metrics.series.items():
         bad = next((p for p in pts if math.isnan(p.value) or math.isinf(p.value)), None)
         if bad is None:
