@@ -141,3 +141,37 @@ def test_mismatch_jump_per_framework_bounds():
     for i, v in enumerate([0.01, 0.012, 0.011], 1):  # within slime's 0.1
         slime.add_point("logprob_mismatch", Point(i, v, "train/train_rollout_logprob_abs_diff", line=i))
     assert mismatch_jump(slime) is None
+
+
+# step1_mismatch --------------------------------------------------------------------------------------------------
+
+MULTI_MINIBATCH = Path("/work/shared/healthy/verl-multi-minibatch-kl-loss/input.log")
+
+
+def test_step1_kl_with_one_update_per_rollout_fires():
+    text = ("python3 -m verl.trainer.main_ppo data.train_batch_size=256 actor_rollout_ref.actor.ppo_mini_batch_size=256\n"
+            "step:1 - actor/kl_loss:0.0017 - actor/ppo_kl:0.0001 - actor/grad_norm:0.28\n")
+    from grpo_debug.tools.engine.series import step1_mismatch
+
+    hit = step1_mismatch(build_run(normalize(text)))
+    assert hit is not None and "actor/kl_loss=0.0017" in hit.message and hit.lines == [2]
+
+
+@pytest.mark.skipif(not MULTI_MINIBATCH.exists(), reason="shared healthy input not mounted")
+def test_step1_kl_with_four_minibatches_is_expected():
+    from grpo_debug.tools.engine.series import step1_mismatch
+    from grpo_debug.tools.run.derived import updates_per_rollout
+
+    run = build_run(normalize(MULTI_MINIBATCH.read_text()))
+    n, facts = updates_per_rollout(run)
+    assert n == 4 and {f.line for f in facts} == {1}
+    assert step1_mismatch(run) is None
+
+
+def test_step1_logprob_equality_still_checked_with_several_updates():
+    from grpo_debug.tools.engine.series import step1_mismatch
+
+    text = ("python3 -m verl.trainer.main_ppo data.train_batch_size=1024 actor_rollout_ref.actor.ppo_mini_batch_size=256\n"
+            "step:1 - actor/log_probs:-0.51 - actor/ref_log_probs:-0.47 - actor/kl_loss:0.002\n")
+    hit = step1_mismatch(build_run(normalize(text)))
+    assert hit is not None and "expected equal" in hit.message and "kl_loss" not in hit.message

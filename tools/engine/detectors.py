@@ -13,6 +13,7 @@ from typing import Callable
 
 from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.metrics import MetricTable, Point, is_finite
+from grpo_debug.tools.engine.series.step1 import step1_table as step1_mismatch  # noqa: F401  (moved; the name stays)
 
 GRAD_NORM = r"grad.?norm"
 ENTROPY = r"(?<!val-)entropy(?!_coe?f)"
@@ -138,41 +139,6 @@ def threshold(t: MetricTable, keys: str | None = None, op: str = "gt", value: fl
         return Hit([p.line for p in ok][:6], f"{k} {op} {value:g} at {len(ok)}/{len(fin)} points "
                    f"(e.g. {_fmt(ok[0].value)} at step {ok[0].step:g})", [k])
     return None
-
-
-def step1_mismatch(t: MetricTable, tol: float = 1e-3, ratio_tol: float = 5e-3) -> Hit | None:
-    """At the first logged training step, KL / ppo_kl / kl_loss != 0, ratio != 1, or log_probs !=
-    ref_log_probs (Relax debugging guide, step-1 checks; slime CI asserts log_probs == ref_log_probs)."""
-    msgs, lines = [], []
-    first_step = None
-    for k, pts in t.series.items():
-        if not pts:
-            continue
-        p = pts[0]
-        if p.step > 1:
-            continue
-        kl_like = re.search(r"(?:^|/|_)(?:ppo_)?kl(?:_loss)?$|kl_loss$|approxkl", k, re.I) and "coef" not in k
-        ratio_like = re.search(r"ratio_mean$|(?:^|/)ratio$|importance_sampling_ratio/mean", k, re.I)
-        if kl_like and is_finite(p.value) and abs(p.value) > tol:
-            msgs.append(f"{k}={_fmt(p.value)} at step {p.step:g} (expected 0)")
-            lines.append(p.line)
-        elif ratio_like and is_finite(p.value) and abs(p.value - 1) > ratio_tol:
-            msgs.append(f"{k}={_fmt(p.value)} at step {p.step:g} (expected 1)")
-            lines.append(p.line)
-        first_step = p.step if first_step is None else min(first_step, p.step)
-    lp = [k for k in t.series if re.search(r"(?<!ref_)(?<!rollout_)(?<!old_)log_probs?(?:\.mean)?$", k)]
-    for k in lp:
-        base = k.rsplit("/", 1)[0] + "/" if "/" in k else ""
-        for rk in (f"{base}ref_log_probs", k.replace("log_prob", "ref_log_prob"), k.replace("log_prob", "old_log_prob")):
-            if rk in t.series and rk != k:
-                a, b = t.series[k][0], t.series[rk][0]
-                if a.step <= 1 and is_finite(a.value) and is_finite(b.value) and abs(a.value - b.value) > 1e-6:
-                    msgs.append(f"{k}={_fmt(a.value)} vs {rk}={_fmt(b.value)} at step {a.step:g} (expected equal)")
-                    lines += [a.line, b.line]
-                break
-    if not msgs:
-        return None
-    return Hit(sorted(set(lines)), "; ".join(msgs[:4]), [])
 
 
 def zero_reward(t: MetricTable, min_points: int = 2) -> Hit | None:

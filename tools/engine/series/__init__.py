@@ -14,6 +14,7 @@ the series names) or None. A rule names one in a ``detector`` signal; ``metric:`
 | plateau         | plateau.py     | a series that stops moving after it moved                      |
 | first_nonfinite | nonfinite.py   | the first NaN/inf step of each series                          |
 | mismatch_jump   | mismatch.py    | rollout-vs-train log-prob mismatch above the framework's bound |
+| step1_mismatch  | step1.py       | KL/ratio/log-probs disagree at step 1 (one update per rollout)  |
 
 Shared statistics live in ``baseline.py`` (median, MAD, selection of series, evidence lines).
 """
@@ -28,10 +29,12 @@ from grpo_debug.tools.engine.series.mismatch import mismatch_jump
 from grpo_debug.tools.engine.series.nonfinite import first_nonfinite
 from grpo_debug.tools.engine.series.plateau import plateau
 from grpo_debug.tools.engine.series.spikes import robust_spike
+from grpo_debug.tools.engine.series.step1 import step1_mismatch
 
 RUN_DETECTORS: dict[str, Callable] = {
     "late_climb": late_climb, "robust_spike": robust_spike, "collapse": collapse, "flat_zero": flat_zero,
     "plateau": plateau, "first_nonfinite": first_nonfinite, "mismatch_jump": mismatch_jump,
+    "step1_mismatch": step1_mismatch,
 }
 for _fn in RUN_DETECTORS.values():
     _fn.reads_run = True  # match.eval_signal passes ctx.run, not the MetricTable
