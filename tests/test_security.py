@@ -782,3 +782,161 @@ def test_idle_connections_time_out(serve_http):
             s.close()
         assert time.monotonic() - t0 < 8, "idle connections stayed open"
         assert proc.poll() is None
+
+
+# ---- attack 4: every regular expression of the engine and the rule base is linear on hostile lines ---------------
+
+FUZZ_CHARS = 8_000       # a hostile line (normalised lines are cut at 20,000 characters)
+FUZZ_LINE_BUDGET = 0.05  # s per search: a linear pattern takes ~1 ms on 8k characters, a quadratic one ~1 s
+FUZZ_PATTERN_BUDGET = 6.0
+_RE_CALLS = {"compile": 1, "search": 2, "match": 2, "fullmatch": 2, "findall": 2, "finditer": 2, "split": 3,
+             "sub": 4, "subn": 4}
+
+
+def _literal_patterns() -> list[tuple[str, str, int, str]]:
+    """(where, pattern, flags, how) for every literal pattern of an re.* call under tools/ and server/ (probes
+    read the host's own files, not inputs)."""
+    import ast
+
+    out = []
+    for top in ("tools", "server"):
+        for f in sorted((REPO / top).rglob("*.py")):
+            if "__pycache__" in f.parts:
+                continue
+            for n in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+                if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _RE_CALLS
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == "re" and n.args):
+                    continue
+                try:
+                    pat = ast.literal_eval(n.args[0])
+                except ValueError:
+                    continue
+                if not isinstance(pat, str):
+                    continue
+                fl = next((k.value for k in n.keywords if k.arg == "flags"), None)
+                if fl is None and len(n.args) > _RE_CALLS[n.func.attr]:
+                    fl = n.args[_RE_CALLS[n.func.attr]]
+                try:
+                    flags = int(eval(compile(ast.Expression(fl), "<flags>", "eval"), {"re": re})) if fl else 0
+                except Exception:  # noqa: BLE001 - a computed flag: test without it
+                    flags = 0
+                how = n.func.attr if n.func.attr in ("match", "fullmatch") else "search"
+                out.append((f"{f.relative_to(REPO)}:{n.lineno}", pat, flags, how))
+    return out
+
+
+def _module_patterns() -> list[tuple[str, str, int, str]]:
+    """Compiled patterns held by the engine's modules (module attributes, dict values and tuples)."""
+    import importlib
+
+    out = []
+    for top in ("tools", "server"):
+        for f in sorted((REPO / top).rglob("*.py")):
+            if "__pycache__" in f.parts or "examples" in f.parts:
+                continue
+            parts = list(f.relative_to(REPO).with_suffix("").parts)
+            name = ".".join(["grpo_debug", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+            try:
+                mod = importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a module that cannot import here has no patterns to test
+                continue
+            for k, v in vars(mod).items():
+                vals = [v] if isinstance(v, re.Pattern) else list(v.values()) if isinstance(v, dict) else \
+                    list(v) if isinstance(v, (list, tuple)) else []
+                for x in vals:
+                    for p in (x if isinstance(x, tuple) else (x,)):
+                        if isinstance(p, re.Pattern):
+                            out.append((f"{name}.{k}", p.pattern, p.flags & ~re.UNICODE, "search"))
+    return out
+
+
+def _rule_patterns() -> list[tuple[str, str, int, str]]:
+    from grpo_debug.skills.loader import default_rules
+    from grpo_debug.skills.schema import RegexSignal
+
+    return [(f"rule {r.id}", s.pattern, re.I if s.ignore_case else 0, "search")
+            for r in default_rules() for s in r.match.signals() if isinstance(s, RegexSignal)]
+
+
+def hostile_lines(pattern: str, n: int = FUZZ_CHARS) -> list[str]:
+    """Lines that pump what a pattern can repeat: its literal characters and words, blanks, digits, separators,
+    each alone and after the prefixes that route a line to a parser (tqdm, comment, verl step)."""
+    lits = sorted({c for c in re.sub(r"\\.", "", pattern) if c.isprintable() and c not in "()[]{}?*+|^$\\"})
+    words = sorted(set(re.findall(r"[A-Za-z_]{3,}", re.sub(r"\\.", " ", pattern))))[:20]
+    units = ["0", " ", "\t ", "a=a", "a", "1", "[", "{", "-", ".", "x.", "a,", "a ", "1 ", "1.", ":", "a:", "a:1 ", "=1,",
+             "nan", "--a ", "'", '"', "/", "|", "<", "a_", "A_", "a.b", "step ", "1e", "a/", "(", "\\", "a-", "\n",
+             " \n", "a=1, ", "a: 1, ", "# ", ",", "e", "_", "@", "$", "${a}", "a.", " -", "0.", "%", "*", "inf "]
+    units += lits + [c + "a" for c in lits] + [c + " " for c in lits] + [c + "1" for c in lits]
+    units += [w + " " for w in words] + [w + ": " for w in words] + [w + "=" for w in words] + [w + "0" for w in words]
+    out = []
+    for w in words:
+        out += [w + " " * n, w + ":" + " " * n, w + "0" * n, w + " " + "1 " * (n // 2)]
+    for u in dict.fromkeys(units):
+        body = (u * (n // max(1, len(u)) + 1))[:n]
+        out += [body, body + "!", "| 1/10 [00:01<00:09, " + body, "# " + body, "step:1 - " + body]
+    return out
+
+
+def _worst_time(pattern: str, flags: int, how: str) -> tuple[float, str]:
+    """In a forked child: the slowest search of ``pattern`` over hostile_lines; ('timeout') past the budget."""
+    import select
+    import signal
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report each new worst as a line of JSON
+        try:
+            os.close(r)
+            rx = re.compile(pattern, flags)
+            run = getattr(rx, how)
+            worst = 0.0
+            for line in hostile_lines(pattern):
+                t = time.perf_counter()
+                run(line)
+                d = time.perf_counter() - t
+                if d > worst:
+                    worst = d
+                    os.write(w, (json.dumps([d, line[:30]]) + "\n").encode())
+                if d > FUZZ_LINE_BUDGET * 10:
+                    break
+        finally:
+            os._exit(0)
+    os.close(w)
+    buf, t0 = b"", time.monotonic()
+    try:
+        while True:
+            left = FUZZ_PATTERN_BUDGET - (time.monotonic() - t0)
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                last = buf.decode().strip().splitlines()
+                return float("inf"), (json.loads(last[-1])[1] if last else "")
+            if select.select([r], [], [], left)[0]:
+                b = os.read(r, 65536)
+                if not b:
+                    last = buf.decode().strip().splitlines()
+                    return tuple(json.loads(last[-1])) if last else (0.0, "")
+                buf += b
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork to stop a runaway pattern")
+def test_every_regex_is_linear_on_hostile_lines():
+    """Attack 4: per-line regexes backtracked (a `# 000...` comment 16 s, whitespace lines 72 s, a tqdm postfix
+    49 s). Every literal pattern of the engine, every compiled one its modules hold and every rule regex is
+    searched over lines built to pump what it repeats; none may take more than FUZZ_LINE_BUDGET on one line."""
+    seen, slow = set(), []
+    for where, pat, flags, how in _literal_patterns() + _module_patterns() + _rule_patterns():
+        if (pat, flags, how) in seen:
+            continue
+        seen.add((pat, flags, how))
+        try:
+            re.compile(pat, flags)
+        except re.error:
+            continue
+        took, line = _worst_time(pat, flags, how)
+        if took > FUZZ_LINE_BUDGET:
+            slow.append(f"{where}: {pat[:90]!r} took {took:.2f} s on {line!r}...")
+    assert len(seen) > 100
+    assert not slow, "\n".join(slow)

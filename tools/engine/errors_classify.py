@@ -46,7 +46,7 @@ _LOGGER_PREFIX = re.compile(
     r")")
 _BOX = re.compile(r"^[\s│┃|]*(?:[╭╰└┌├]─.*)?$")
 _BOX_EDGES = re.compile(r"^\s*[│┃]\s?|\s?[│┃]\s*$")
-_ANNOT = re.compile(r"^\s*[│└├┌─\s]+[└├]")  # loguru variable annotations under a frame
+_ANNOT = re.compile(r"^[│└├┌─\s]+[└├]")  # loguru variable annotations under a frame (no \s* before a class holding \s: linear)
 _RAY_TASK = re.compile(r"ray::[\w.<>]+\(\)")
 # frames that are not the decisive one: the standard library, torch internals, HTTP/async plumbing, Ray
 _PLUMBING = re.compile(r"/lib/python3[\d.]*/(?!site-packages)|/torch/(?:nn/modules|_dynamo|_inductor|"

@@ -47,7 +47,7 @@ EVENT_PATTERNS: dict[str, str] = {
     "loss_scale_min": r"Current loss scale already at minimum",
     "watchdog_timeout": r"watchdog timeout \(self\.watchdog_timeout=|couldn't get a response from detokenizer",
     "cuda_graph_capture": r"Capture cuda graph failed|(?i:cuda graph capture failed)",
-    "checkpoint_error": r"(?i:(?:no|missing|not found|could not find|does not exist|cannot find)[^\n]{0,80}latest_checkpointed_iteration|latest_checkpointed_iteration\S*[^\n]{0,40}(?:not found|does not exist|missing))|could not find the metadata file|will not load any checkpoints|No such file or directory: \S*(?:model_optim_rng|iter_\d+|mp_rank_\d+|\.safetensors|pytorch_model|checkpoint)|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict|"
+    "checkpoint_error": r"(?i:(?:no|missing|not found|could not find|does not exist|cannot find)[^\n]{0,80}latest_checkpointed_iteration|latest_checkpointed_iteration[^\n]{0,120}?(?:not found|does not exist|missing))|could not find the metadata file|will not load any checkpoints|No such file or directory: \S*(?:model_optim_rng|iter_\d+|mp_rank_\d+|\.safetensors|pytorch_model|checkpoint)|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict|"
                         r"size mismatch for|Error\(s\) in loading state_dict|does not appear to have a file named",
     "segfault": r"Segmentation fault|SIGSEGV|Signal: 11\b|Fatal Python error: Segmentation",
     "job_failed": r"Job '[^']+' failed|Job entrypoint command failed",
