@@ -8,7 +8,8 @@ from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.skills.schema import Rule
 from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.families.common import (PATTERN_CLASSES, STATUS_ORDER, best_status, frameworks_table,
-                                              gpu_report, require_input, resolve_operation, rule_item)
+                                              gpu_report, resolve_operation, rule_item)
+from grpo_debug.tools.families.overview import input_hint
 from grpo_debug.tools.inputs import read_input
 from grpo_debug.tools.models import FamilyReport, Item
 from grpo_debug.tools.search import rank_rules_for_query, words
@@ -45,6 +46,60 @@ def _derivation_item(d: Derivation) -> Item:
                 verification=min((s.status for s in d.sources), key=lambda s: STATUS_ORDER[s]))
 
 
+def _bug_refs(r: Rule) -> list[str]:
+    """The rule's sources that name an issue, a pull request or a bug number."""
+    return [s.ref for s in r.sources if "#" in s.ref or "/pull/" in s.ref or "/issues/" in s.ref]
+
+
+def _chain_item(r: Rule, ds: list[Derivation]) -> Item:
+    """One bug -> pattern -> decision chain."""
+    return Item(kind="chain", id=r.id, title=r.title,
+                body=f"bug -> pattern: {r.pattern_class or r.symptom} -> decision: {', '.join(r.seed_refs) or r.fix.summary}",
+                fields={"sources": [s.model_dump() for s in r.sources], "bugs": _bug_refs(r),
+                        "pattern_class": r.pattern_class, "symptom": r.symptom, "decisions": r.seed_refs,
+                        "fix": r.fix.summary, "derivations": [d.id for d in ds]}, verification=best_status(r))
+
+
+def _decision_key(ref: str) -> tuple[int, int]:
+    kind, _, num = ref.partition(" ")[2].partition(" ")
+    return (0 if kind == "DO" else 1, int(num) if num.isdigit() else 0)
+
+
+def _whole_view(op: str, rb: RuleBase) -> FamilyReport:
+    """theory / bug / decision with no input: every pattern-class theory with its derivations, every rule
+    that names a bug as a bug -> pattern -> decision chain, every MUST DO / MUST NOT with its rules."""
+    ders = derivations()
+    items: list[Item] = []
+    if op == "theory":
+        for pc in PATTERN_CLASSES:
+            rs = rb.by_pattern_class(pc)
+            if rs:
+                ds = [d.id for d in ders.values() if d.topic == pc or set(d.rules) & {r.id for r in rs}]
+                items.append(Item(kind="theory", id=pc, title=pc.replace("_", " "), body=rs[0].why,
+                                  fields={"rules": [r.id for r in rs], "derivations": ds, "fix": rs[0].fix.summary},
+                                  verification=min((best_status(r) for r in rs), key=lambda s: STATUS_ORDER[s])))
+        items += [_derivation_item(d) for d in ders.values()]
+        what, summary = "a bug number, pattern class, symptom or rule id", "theories (pattern classes) and derivations"
+    elif op == "bug":
+        rs = sorted((r for r in rb if _bug_refs(r) and (r.pattern_class or r.seed_refs)),
+                    key=lambda r: (r.pattern_class or "~", r.id))
+        items = [_chain_item(r, [d for d in ders.values() if r.id in d.rules]) for r in rs]
+        what, summary = "a bug number (#8061) or rule id", "bug -> pattern -> decision chains"
+    else:
+        refs = sorted({x for r in rb for x in r.seed_refs if x.startswith("MUST ")}, key=_decision_key)
+        for ref in refs:
+            rs = [r for r in rb if ref in r.seed_refs]
+            ds = [d for d in ders.values() if set(d.rules) & {r.id for r in rs}]
+            items.append(Item(kind="decision", id=ref, title="; ".join(r.title for r in rs[:2]), body=rs[0].why,
+                              fields={"rules": [r.id for r in rs], "fix": rs[0].fix.summary,
+                                      "derivations": [d.id for d in ds]},
+                              verification=min((best_status(r) for r in rs), key=lambda s: STATUS_ORDER[s])))
+        what, summary = "a seed rule ('MUST DO 7'), a question or a rule id", "MUST DO / MUST NOT decisions with their rules"
+    ids = [i for it in items for i in (it.fields.get("rules") or [it.id]) if i in rb.rules]
+    return FamilyReport(family="knowledge_map", operation=op, items=items, rules=list(dict.fromkeys(ids)),
+                        summary=f"Every {op}: {len(items)} {summary}.", notes=[input_hint("knowledge_map", op, what)])
+
+
 def knowledge_map(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
                   rules: RuleBase | None = None) -> FamilyReport:
     """Algorithm-infra knowledge map (seed tool 5): theory -> bug -> decision chains, proofs, cross-framework."""
@@ -70,8 +125,8 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
         items = frameworks_table(rs)
         return FamilyReport(family="knowledge_map", operation=op, items=items, rules=[r.id for r in rs],
                             summary=f"{name or topic}: {len(rs)} rule(s) across {len(items)} framework(s).")
-    require_input(text, None, {"theory": "a bug, pattern class or symptom", "bug": "a bug number (#8061) or rule id",
-                       "decision": "a seed rule ('MUST DO 7') or rule id"}[op], "knowledge_map", op)
+    if not text:  # no input: every theory, every bug chain, every decision
+        return _whole_view(op, rb)
     if op == "decision":
         m = re.search(r"must\s*(do|not)\s*(\d+)", text.lower())
         if m:
@@ -87,11 +142,7 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
         if op == "theory":
             items.append(rule_item(r, kind="theory", body=r.why))
         elif op == "bug":
-            items.append(Item(kind="chain", id=r.id, title=r.title,
-                              body=f"bug -> pattern: {r.pattern_class or r.symptom} -> decision: {', '.join(r.seed_refs) or r.fix.summary}",
-                              fields={"sources": [s.model_dump() for s in r.sources], "pattern_class": r.pattern_class,
-                                      "symptom": r.symptom, "decisions": r.seed_refs, "fix": r.fix.summary,
-                                      "derivations": [d.id for d in ds]}, verification=best_status(r)))
+            items.append(_chain_item(r, ds))
         else:
             items.append(rule_item(r, kind="decision", body=r.why, justification=[d.result for d in ds],
                                     derivations=[d.id for d in ds]))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.families.common import (check_report, family_rules, frameworks_table, gpu_report,
-                                              require_input, resolve_operation, rule_item)
+                                              resolve_operation, rule_item)
+from grpo_debug.tools.families.overview import stream_overview
 from grpo_debug.tools.models import FamilyReport, Finding, Item
 from grpo_debug.tools.inputs import is_python, read_input
 
@@ -26,7 +27,8 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
         items = frameworks_table(rs)
         return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
                             summary=f"Stream-safety mechanisms side by side for {len(items)} frameworks.")
-    require_input(text, path, "a config, launch script or a Python snippet", "stream_safety", "analyze")
+    if not text and not path:  # no input: the analysis of the configurations the rules document
+        return stream_overview(rb, lambda t: stream_safety("analyze", text=t, rules=rb))
     src = text if text is not None else read_input(None, path)[0]
     items: list[Item] = []
     notes: list[str] = []

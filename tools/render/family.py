@@ -10,7 +10,7 @@ def render_family_text(rep, width: int | None = None) -> str:
 
     def wrap(s: str, indent: str) -> list[str]:
         return textwrap.wrap(" ".join(str(s).split()), width=max(40, w - len(indent)), initial_indent=indent,
-                             subsequent_indent=indent) or [indent]
+                             subsequent_indent=indent, break_on_hyphens=False, break_long_words=False) or [indent]
 
     out = [f"grpo-debug {rep.family} {rep.operation}", *wrap(rep.summary, ""), ""]
     if rep.gpu is not None:
@@ -32,6 +32,9 @@ def render_family_text(rep, width: int | None = None) -> str:
                     x = x.get("title") or x.get("framework", "") + ": " + x.get("behaviour", "") if "framework" in x \
                         else f"{x.get('rule_id', '')}: {x.get('title', '')} -> {x.get('fix', '')}"
                 out += wrap(f"- {x}", "       ")
+        bugs = [b for b in f.get("bugs") or [] if isinstance(b, str)]
+        if bugs:
+            out += wrap("bugs: " + ", ".join(bugs), "     ")
         if f.get("result"):
             out += wrap("result: " + str(f["result"]), "     ")
         if f.get("severity"):
