@@ -301,6 +301,22 @@ def cmd_skill(args: argparse.Namespace) -> int:
     return 0
 
 
+def _weak_token(token: str) -> str | None:
+    """Why a bearer token is guessable (one character repeated, a repeated pattern, under ~40 bits even if
+    random over its own characters), or None."""
+    import math
+
+    distinct = len(set(token))
+    if distinct == 1:
+        return "one character repeated"
+    for p in range(1, len(token) // 2 + 1):
+        if len(token) % p == 0 and token == token[:p] * (len(token) // p):
+            return f"a {p}-character pattern repeated"
+    if len(token) * math.log2(distinct) < 40:
+        return f"only {distinct} distinct characters"
+    return None
+
+
 def _read_token(args: argparse.Namespace) -> str | None:
     """The bearer token from --token-file, else $GRPO_DEBUG_TOKEN; None when neither is given."""
     from grpo_debug.server.app import MIN_TOKEN_CHARS, TOKEN_ENV
@@ -328,6 +344,10 @@ def _read_token(args: argparse.Namespace) -> str | None:
     if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
         raise CliError(f"the token in {where} must be at least {MIN_TOKEN_CHARS} characters with no spaces "
                        "(e.g. `openssl rand -hex 32`)")
+    weak = _weak_token(token)
+    if weak:
+        raise CliError(f"the token in {where} is easy to guess ({weak}); use a random one, e.g. "
+                       "`openssl rand -hex 32`")
     return token
 
 
