@@ -134,3 +134,19 @@ def test_nonfinite_values_in_an_unknown_format_get_a_low_confidence_finding():
     f = r.findings[0]
     assert f.symptom == "nan_inf" and f.confidence == "low" and {11, 13, 22} <= {e.line for e in f.evidence}
     assert not triage_text("INFO model loaded; nan_to_num is used for logits").findings
+
+
+def test_slurm_time_limit_after_silence_names_the_silence_and_the_last_line():
+    text = ("2025-03-01 10:00:00 INFO step 41 loss 0.3\n"
+            "2025-03-01 10:01:10 INFO Updating weights (broadcast to rollout)\n"
+            "slurmstepd: error: *** JOB 123 ON node7 CANCELLED AT 2025-03-01T14:01:10 DUE TO TIME LIMIT ***\n")
+    f = triage_text(text).findings[0]
+    assert f.symptom == "collective_hang" and "240 min without output" in f.title
+    assert [e.line for e in f.evidence] == [2, 3]
+
+
+def test_rule_finding_carries_the_classified_error_as_a_cause():
+    r = triage(path=str(CORPUS / "trl-async-grpo-fsdp2-weight-sync-watchdog" / "input.log"))
+    f = next(f for f in r.findings if f.symptom == "collective_hang")
+    assert f.causes[0].rule_id == "nccl-watchdog-timeout"
+    assert any(c.rule_id == "error-class:nccl_watchdog_timeout" for c in f.causes)

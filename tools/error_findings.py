@@ -92,6 +92,7 @@ def error_findings(ctx: Context, by_no: dict, findings: list[Finding]) -> list[F
         symptom = cls.symptom if cls is not UNKNOWN else _unknown_symptom(ev, ctx)
         groups.setdefault((cls.name, symptom), []).append(ev)
     order = sorted(groups.items(), key=lambda kv: (kv[0][0] == UNKNOWN.name, _rank(kv[1]), kv[1][0].line))
+    _enrich(findings, order)
     out: list[Finding] = []
     for (name, symptom), evs in order:
         if symptom in named or len(out) >= MAX_ERROR_FINDINGS:
@@ -105,6 +106,20 @@ def error_findings(ctx: Context, by_no: dict, findings: list[Finding]) -> list[F
         if nf is not None:
             out.append(nf)
     return out
+
+
+def _enrich(findings: list[Finding], order: list) -> None:
+    """A rule finding whose symptom a classified error shares gets the error's class as a last cause: the error
+    named (type, message, decisive frame), its generic cause and what to check, with the framework source."""
+    for (name, symptom), evs in order:
+        cls = BY_NAME.get(name)
+        for f in findings:
+            if cls is None or f.symptom != symptom or any(c.rule_id == f"error-class:{name}" for c in f.causes):
+                continue
+            what = _describe(evs[0])
+            f.causes.append(Cause(rule_id=f"error-class:{name}", title=f"{cls.title}: {what}"[:300], confidence="low",
+                                  why=f"{cls.cause} (error text from {cls.source})", fix=f"Check {cls.check}",
+                                  verified=True, matched=[f"{len(evs)} error record(s) of class {name}"]))
 
 
 def _rank(evs: list[Event]) -> int:

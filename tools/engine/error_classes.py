@@ -149,7 +149,9 @@ def _classes() -> tuple[ErrorClass, ...]:
             text=r"Watchdog caught collective operation timeout|ran for \d+ milliseconds before timing out", line_level=True,
             cause="A collective waited longer than the process-group timeout: one rank never joined it (it crashed, "
                   "is stuck elsewhere, or ranks issue collectives in different orders).",
-            check="the first rank that stopped and its last line, OpType and SeqNum on every rank, weight-sync groups.",
+            check="the first rank that stopped and its last line, OpType and SeqNum on every rank, and which collective "
+                  "it was: in RL runs most often the weight sync (trainer-to-rollout broadcast or its gather), "
+                  "where only some ranks enter the collective.",
             source="pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: 'Watchdog caught collective operation "
                    "timeout: WorkNCCL(...) ran for N milliseconds before timing out'",
             examples=("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=BROADCAST, "

@@ -371,6 +371,36 @@ def describe(rec: ErrorRecord) -> str:
     return s
 
 
+_CANCELLED_AT = re.compile(r"CANCELLED AT (\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)")
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)|(?<![\d:])(\d\d:\d\d:\d\d)(?![\d:])")
+
+
+def silence_before(lines: list[Line], rec: ErrorRecord) -> tuple[float, int] | None:
+    """(seconds, line) between the last timestamped line before a Slurm cancellation and the cancellation time
+    (``CANCELLED AT 2025-01-01T10:00:00``): a long silence means the job hung before the time limit hit."""
+    from datetime import datetime
+
+    m = _CANCELLED_AT.search(rec.message)
+    pos = _idx(lines, [rec.line])
+    if not m or not pos:
+        return None
+    try:
+        end = datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}")
+        for ln in reversed(lines[max(0, pos[0] - 5000):pos[0]]):
+            st = _STAMP.search(ln.raw[:200])
+            if not st:
+                continue
+            if st.group(1):
+                gap = (end - datetime.fromisoformat(f"{st.group(1)}T{st.group(2)}")).total_seconds()
+            else:
+                h, mi, se = map(int, st.group(3).split(":"))
+                gap = (end.hour * 3600 + end.minute * 60 + end.second - (h * 3600 + mi * 60 + se)) % 86400
+            return (gap, ln.no) if gap >= 0 else None
+    except ValueError:  # a date that does not exist (month 13): no silence figure
+        return None
+    return None
+
+
 def error_events(lines: list[Line]):
     """Classified records as ``error`` events (tools/engine/events.Event), text ``[class] Type: message``."""
     from grpo_debug.tools.engine.events import Event
@@ -382,6 +412,11 @@ def error_events(lines: list[Line]):
                   "decisive_frame": str(df) if df else None, "frames": [str(f) for f in r.frames[-12:]],
                   "causes": [c.head for c in r.causes], "wrapper": r.wrapper, "exc_line": r.line,
                   "error_level": bool(_ERROR_LEVEL.search(lines[_idx(lines, [r.line])[0]].text)) if r.line else False}
+        if r.cls.name == "slurm_time_limit" and (sil := silence_before(lines, r)) is not None:
+            fields["silence_s"], fields["last_line"] = sil
+            r.message += f" (after {sil[0] / 60:.0f} min without output; last line before it: {sil[1]})"
+            r.lines = sorted({*r.lines, sil[1]})
+            fields["message"] = r.message
         text = f"[{r.cls.name}] {r.head}\n" + "\n".join(f"{f} {f.code}" for f in r.frames[-12:])
         out.append(Event("error", r.lines, text, fields))
     return out
