@@ -71,3 +71,12 @@ def test_colocated_fraction_quiet_when_the_engine_sleeps():
     text = "vllm_mode: colocate\nvllm_gpu_memory_utilization: 0.95\n"
     assert INVARIANTS["colocated_memory_fraction"](_facts(text, "yaml"))
     assert INVARIANTS["colocated_memory_fraction"](_facts(text + "vllm_enable_sleep_mode: true\n", "yaml")) is None
+
+
+def test_context_budget_checks_every_limit_and_max_model_len_against_positions():
+    text = ("data:\n  max_prompt_length: 1024\n  max_response_length: 8192\nmax_model_len: 16384\n"
+            "max_position_embeddings: 8192\n")
+    lines, msg, patch = INVARIANTS["context_budget"](_facts(text, "yaml"))
+    assert "max_position_embeddings 8192" in msg and patch == {"data.max_response_length": 7168}
+    ok = "max_model_len: 16384\nmax_position_embeddings: 8192\nother: 1\n"
+    assert "max_model_len 16384 > the model's max_position_embeddings 8192" in INVARIANTS["context_budget"](_facts(ok, "yaml"))[1]

@@ -73,6 +73,17 @@ def _classes() -> tuple[ErrorClass, ...]:
                    "'Total available GPUs {x} is less than total desired GPUs {y}'",
             examples=("ValueError: Total available GPUs 16.0 is less than total desired GPUs 32",)),
         ErrorClass(
+            "max_model_len_exceeds_model", "config_error", "max_model_len is above the model's context",
+            text=r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len", line_level=True,
+            cause="The engine was asked for a longer context than the model's config allows (max_position_embeddings "
+                  "/ model_max_length), e.g. prompt + response set above the model's positions.",
+            check="max_model_len (or prompt + response length) against the model's max_position_embeddings, and "
+                  "RoPE scaling if a longer context is intended.",
+            source="vllm-project/vllm vllm/config/model.py _get_and_verify_max_len: 'User-specified max_model_len "
+                   "(...) is greater than the derived max_model_len (...)'",
+            examples=("ValueError: User-specified max_model_len (40960) is greater than the derived max_model_len "
+                      "(max_position_embeddings=32768 or model_max_length=None in model's config.json).",)),
+        ErrorClass(
             "sglang_req_slots_exhausted", "cuda_oom", "SGLang ran out of request slots (req_to_token_pool)",
             text=r"alloc_req_slots runs out of memory", line_level=True,
             cause="More requests are running than the request-to-token pool has slots; the pool is sized from "

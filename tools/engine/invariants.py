@@ -171,6 +171,32 @@ def batched_tokens_below_context(fs: FactSet) -> Result:
             {mbt.key: need})
 
 
+_BUDGETS = (("data.max_prompt_length", "data.max_response_length"), ("max_prompt_length", "max_completion_length"),
+            ("rollout_max_prompt_len", "rollout_max_response_len"), ("prompt_max_len", "generate_max_len"),
+            ("prompt_length", "response_length"))
+
+
+def context_budget(fs: FactSet) -> Result:
+    """Every context limit the input states, checked against each other: prompt + response must fit both the
+    engine's max_model_len and the model's max_position_embeddings, and max_model_len may not exceed the model's
+    positions (vLLM vllm/config/model.py _get_and_verify_max_len: 'User-specified max_model_len (...) is greater
+    than the derived max_model_len (...)'). Checks each limit, not only the last one set."""
+    limits = [f for f in (fs.get("max_model_len"), fs.get("max_position_embeddings")) if _num(f) is not None]
+    for p_key, r_key in _BUDGETS:
+        fp, fr = fs.get(p_key), fs.get(r_key)
+        if _num(fp) is None or _num(fr) is None:
+            continue
+        for lim in limits:
+            if _num(fp) + _num(fr) > _num(lim):
+                return (_lines(fp, fr, lim), f"{fp.key} {_num(fp)} + {fr.key} {_num(fr)} = {_num(fp) + _num(fr)} > "
+                        f"{lim.key} {_num(lim)}", {fr.key: max(1, _num(lim) - _num(fp))})
+        break
+    if len(limits) == 2 and _num(limits[0]) > _num(limits[1]):
+        return (_lines(*limits), f"{limits[0].key} {_num(limits[0])} > the model's {limits[1].key} {_num(limits[1])}",
+                {limits[0].key: _num(limits[1])})
+    return None
+
+
 _FRACTIONS = ("gpu_memory_utilization", "vllm_gpu_memory_utilization", "mem_fraction_static",
               "sglang_mem_fraction_static")
 _COLOCATE = ("colocate", "colocate_all_models", "vllm_mode", "hybrid_engine", "colocate_actor_ref")
@@ -203,4 +229,5 @@ INVARIANTS = {
     "trl_generation_batch_not_divisible": trl_generation_batch_not_divisible,
     "batched_tokens_below_context": batched_tokens_below_context,
     "colocated_memory_fraction": colocated_memory_fraction,
+    "context_budget": context_budget,
 }
