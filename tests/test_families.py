@@ -45,7 +45,7 @@ CASES_TABLE = [
     ("muon_clipping", "check", {"text": "torchrun pretrain_gpt.py --optimizer dist_muon --use-distributed-optimizer --clip-grad 1.0"},
      lambda r: "megatron-muon-unsupported-options" in r.rules),
     ("muon_clipping", "diagnose", {"text": "loss plateau with Muon and ChainedOptimizer"}, lambda r: "megatron-muon-global-clip-stall" in r.rules[:3]),
-    ("muon_clipping", "avoid", {}, lambda r: any(i.fields.get("patch") for i in r.items)),
+    ("muon_clipping", "avoid", {}, lambda r: r.items and not any(i.fields.get("patch") for i in r.items)),  # no input: conditional, no patch
     ("muon_clipping", "gpu", {"gpu": "a100_80gb"}, lambda r: r.gpu.memory_gb == 80),
     ("stream_safety", "map", {}, lambda r: "cuda-stream-record-stream-missing" in r.rules),
     ("stream_safety", "analyze", {"text": SNIPPET}, lambda r: {i.id for i in r.items} >= {"side_stream_use_without_record_stream"}),

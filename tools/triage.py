@@ -14,7 +14,7 @@ import yaml
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
-from grpo_debug.tools.engine.edits import edits_for_patch, rule_patch
+from grpo_debug.tools.engine.edits import already_set, edits_for_patch, rule_patch
 from grpo_debug.tools.engine.events import extract_events
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
@@ -198,13 +198,19 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         findings.append(Finding(
             symptom=symptom, title=top.rule.title, confidence=confidence,
             evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
-            causes=causes, fix=top.rule.fix.summary, patch=patch or None,
+            causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines), patch=patch or None,
             edits=edits_for_patch(patch, ctx.facts, lines),
             settings=_settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx),
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
         keyed.append((findings[-1], key))
     keyed.sort(key=lambda fk: -fk[0].score)
     return keyed
+
+
+def _already(fix, ctx: Context, lines) -> str:
+    """' Already so in this input: ...' when the input already has what the fix asks (engine/edits.py)."""
+    done = already_set(fix, ctx.facts, lines)
+    return f" Already so in this input: {'; '.join(done)}." if done else ""
 
 
 def _clip_words(text: str, n: int) -> str:

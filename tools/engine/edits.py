@@ -108,6 +108,24 @@ def rule_patch(fix, rule_frameworks: list[str], computed: dict[str, Any], fs: Fa
     return out
 
 
+def already_set(fix, fs: FactSet, lines: list[Line] | dict[int, Line]) -> list[str]:
+    """The settings a rule's fix asks for that the input already has ('key = value (line N)'), counting a
+    value on the safe side of its bound; the answer then says so instead of asking for them again."""
+    fws = input_frameworks(fs, lines)
+    by_fw = getattr(fix, "patch_by_framework", None) or {}
+    base = next((p for fw, p in by_fw.items() if fw in fws), {}) if by_fw else (fix.patch or {})
+    out = []
+    for key, want in base.items():
+        f = fs.get(key)
+        if f is None:
+            continue
+        how, cur, num = _bound_of(getattr(fix, "bounds", None) or {}, key), _number(f.value), _number(want)
+        if f.value == want or (cur is not None and num is not None and (how == "min" and cur >= num or
+                                                                       how == "max" and cur <= num)):
+            out.append(f"{f.key} = {f.value!r} (line {f.line})")
+    return out
+
+
 def _py(v: Any, like: str = "") -> str:
     """A value in override/flag syntax, keeping the input's spelling of booleans (True vs true)."""
     if isinstance(v, bool):

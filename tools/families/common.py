@@ -152,24 +152,11 @@ def diagnose_report(family: str, text, path, rb) -> FamilyReport:
 
 
 def avoid_report(family: str, text, path, rb) -> FamilyReport:
-    """The ``avoid`` operation: the family's fixes as recommendations, with one combined config patch."""
-    rules = family_rules(rb, family)
-    if text or path:
-        src = text if text else read_input(None, path)[0]
-        ranked = [r for _, r in rank_rules_for_query(src, rules)] or rules
-    else:
-        ranked = sorted(rules, key=lambda r: (r.kind != "guidance", -r.priority, r.id))
-    items, patch = [], {}
-    for r in ranked[:12]:
-        items.append(rule_item(r, kind="recommendation", body=r.fix.summary, why=r.why, patch=r.fix.patch,
-                                safety=r.fix.safety))
-        for k, v in (r.fix.patch or {}).items():
-            patch.setdefault(k, v)
-    summary = f"{len(items)} recommendation(s)" + (" with a combined config patch." if patch else ".")
-    notes = ["Patch keys are as each rule names them (verl dotted keys, DeepSpeed JSON keys, Megatron/slime flags); "
-             "apply only those of your framework."] if patch else []
-    return FamilyReport(family=family, operation="avoid", summary=summary, items=items, rules=[i.id for i in items],
-                        notes=notes + ([f"combined patch: {patch}"] if patch else []))
+    """The ``avoid`` operation: recommendations derived from the input's framework and facts, or conditional
+    ones without an input; no two contradict, and a safety goes off only where a rule fired (families/avoid.py)."""
+    from grpo_debug.tools.families.avoid import avoid
+
+    return avoid(family, family_rules(rb, family), text, path, rb)
 
 
 def gpu_report(family: str, gpu: str | None, rb) -> FamilyReport:
