@@ -56,7 +56,7 @@ def _env_num(name: str, default: float, cast=float):
 @dataclass
 class Limits:
     workers: int = field(default_factory=lambda: max(1, min(4, os.cpu_count() or 2)))
-    queue: int = 16
+    queue: int = 64
     call_timeout: float = 120.0
 
     @classmethod

@@ -940,3 +940,113 @@ def test_every_regex_is_linear_on_hostile_lines():
             slow.append(f"{where}: {pat[:90]!r} took {took:.2f} s on {line!r}...")
     assert len(seen) > 100
     assert not slow, "\n".join(slow)
+
+
+# ---- soaks (slow): many clients, abandoned sessions ---------------------------------------------------------------
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _peak_sampler(pid: int):
+    """A thread that samples the server's RSS every 0.2 s; returns (stop function, list of samples)."""
+    samples: list[float] = []
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            try:
+                samples.append(_rss_mb(pid))
+            except (OSError, AssertionError):
+                return
+            stop.wait(0.2)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return (lambda: (stop.set(), t.join(2))), samples
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc to read the server's RSS")
+async def test_soak_50_clients_20_triage_calls_on_a_5mb_log(tmp_path, serve_http):
+    """Done-when of issue 16: 50 concurrent HTTP clients each make 20 triage calls on a 5 MB log: 0 errors,
+    server peak RSS <= 1 GB; p50/p95 printed (the issue measured p95 272 s and 2.5 GB)."""
+    import anyio
+
+    log = _metric_log(tmp_path / "run.log", 5)
+    text = log.read_text(encoding="utf-8")
+    latencies: list[float] = []
+    errors: list[str] = []
+    with serve_http(cwd=str(tmp_path), env={"GRPO_DEBUG_CALL_TIMEOUT": "600"}) as (port, proc):
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url) as c:
+            r = await c.call_tool("triage", {"text": text})
+            assert not r.is_error, r.content
+        stop, samples = _peak_sampler(proc.pid)
+
+        async def one(i: int) -> None:
+            try:
+                async with Client(url, read_timeout_seconds=900) as c:
+                    for k in range(20):
+                        t = time.perf_counter()
+                        r = await c.call_tool("triage", {"text": text} if (i + k) % 2 else {"path": str(log)})
+                        latencies.append(time.perf_counter() - t)
+                        if r.is_error:
+                            errors.append(f"client {i}: {' '.join(getattr(x, 'text', '') for x in r.content)[:200]}")
+            except Exception as e:  # noqa: BLE001 - a transport failure is an error of this soak
+                errors.append(f"client {i}: {type(e).__name__}: {e}")
+
+        t0 = time.perf_counter()
+        with anyio.fail_after(3000):
+            async with anyio.create_task_group() as tg:
+                for i in range(50):
+                    tg.start_soon(one, i)
+        wall = time.perf_counter() - t0
+        stop()
+        assert proc.poll() is None, "the server died under load"
+    lat = sorted(latencies)
+    p50, p95 = lat[len(lat) // 2], lat[min(len(lat) - 1, int(0.95 * (len(lat) - 1)))]
+    print(f"\nsoak: 50 clients x 20 triage calls on a {len(text) / 2**20:.1f} MiB log = {len(lat)} calls in {wall:.0f} s, "
+          f"{len(errors)} errors; latency p50 {p50:.1f} s, p95 {p95:.1f} s, max {lat[-1]:.1f} s; server peak RSS "
+          f"{max(samples):.0f} MB")
+    assert not errors, errors[:5]
+    assert len(lat) == 1000
+    assert max(samples) <= 1024, max(samples)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc to read the server's RSS")
+def test_soak_500_abandoned_sessions_are_reclaimed(serve_http):
+    """Done-when of issue 16: 500 sessions opened and abandoned; after the idle timeout the server's RSS is back
+    within 100 MB of where it started (and new clients are served)."""
+    import httpx
+
+    with serve_http(env={"GRPO_DEBUG_SESSION_IDLE_TIMEOUT": "10"}) as (port, proc):
+        url = f"http://127.0.0.1:{port}/mcp"
+        with httpx.Client(timeout=30) as h:
+            sid = h.post(url, json=_INIT, headers=_HDRS).headers["mcp-session-id"]
+            h.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                   headers={**_HDRS, "mcp-session-id": sid})
+            h.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                              "params": {"name": "triage", "arguments": {"text": "step:1 - actor/grad_norm:nan"}}},
+                   headers={**_HDRS, "mcp-session-id": sid})
+            time.sleep(12)
+            start = _rss_mb(proc.pid)
+            abandoned = []
+            for _ in range(500):
+                r = h.post(url, json=_INIT, headers=_HDRS)
+                assert r.status_code == 200
+                abandoned.append(r.headers["mcp-session-id"])
+            opened = _rss_mb(proc.pid)
+        time.sleep(16)
+        end = _rss_mb(proc.pid)
+        with httpx.Client(timeout=30) as h:
+            assert h.post(url, json=_INIT, headers=_HDRS).status_code == 200
+            gone = h.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                          headers={**_HDRS, "mcp-session-id": abandoned[0]})
+            assert gone.status_code == 404, "an abandoned session is still open after the idle timeout"
+        print(f"\nsessions: RSS {start:.0f} MB at start, {opened:.0f} MB with 500 open sessions, {end:.0f} MB after "
+              "the idle timeout")
+        assert end - start <= 100, (start, opened, end)
