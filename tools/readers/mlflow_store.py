@@ -107,10 +107,10 @@ def is_mlflow_run_dir(path: str) -> bool:
 def read_mlflow_files(run_dir: str, limits: Limits) -> StoreRun:
     run = StoreRun(source=run_dir, kind="mlflow", run_id=os.path.basename(run_dir.rstrip("/")))
     try:
-        import yaml
+        from grpo_debug.tools.engine.documents import load_yaml  # the safe loader: no alias bombs, no tags
 
         with open(os.path.join(run_dir, "meta.yaml"), encoding="utf-8") as f:
-            meta = yaml.safe_load(f) or {}
+            meta = load_yaml(f.read(4 * 2**20)) or {}
         run.summary.update({"run_name": meta.get("run_name"), "status": _STATUS.get(meta.get("status"), meta.get("status")),
                             "start_time": meta.get("start_time"), "end_time": meta.get("end_time"),
                             "experiment_id": meta.get("experiment_id"), "lifecycle_stage": meta.get("lifecycle_stage")})

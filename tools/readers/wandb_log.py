@@ -379,10 +379,10 @@ def _side_files(run: StoreRun, run_dir: str) -> None:
     cfg = os.path.join(files, "config.yaml")
     if os.path.isfile(cfg) and not os.path.islink(cfg):
         try:
-            import yaml
+            from grpo_debug.tools.engine.documents import load_yaml  # the safe loader: no alias bombs, no tags
 
             with open(cfg, encoding="utf-8") as f:
-                data = yaml.safe_load(f) or {}
+                data = load_yaml(f.read(4 * 2**20)) or {}
             for k, v in flatten(_unwrap(data)).items():
                 run.config.setdefault(k, v)
         except Exception as e:  # noqa: BLE001 - a bad side file is a note, the log was read
