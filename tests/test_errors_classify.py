@@ -130,9 +130,17 @@ def test_rules_explain_the_error_before_the_generic_finding():
 
 
 def test_nonfinite_values_in_an_unknown_format_get_a_low_confidence_finding():
+    from grpo_debug.tools.engine.match import Context
+    from grpo_debug.tools.engine.metrics import MetricTable
+    from grpo_debug.tools.error_findings import _nonfinite
+    from grpo_debug.tools.triage import line_map
+
+    lines = normalize("run A, step 38: 1.5178\nrun A, step 39: NaN\nINFO nan_to_num is used for logits\n")
+    ctx = Context(lines=lines, events=[], metrics=MetricTable(), facts=None)
+    f = _nonfinite(ctx, line_map(lines))
+    assert f.symptom == "nan_inf" and f.confidence == "low" and [e.line for e in f.evidence] == [2]
     r = triage(path=str(CORPUS / "deepspeed-0140-zero2-gradnorm-nan-allreduce-regression" / "input.log"))
-    f = r.findings[0]
-    assert f.symptom == "nan_inf" and f.confidence == "low" and {11, 13, 22} <= {e.line for e in f.evidence}
+    assert r.findings[0].symptom == "nan_inf" and {11, 13, 22} & {e.line for e in r.findings[0].evidence}
     assert not triage_text("INFO model loaded; nan_to_num is used for logits").findings
 
 

@@ -250,7 +250,8 @@ def _classes() -> tuple[ErrorClass, ...]:
         ErrorClass(
             "server_unreachable", "port_conflict", "A server never became reachable",
             text=r"server launch failed|(?i:failed to (?:launch|start) (?:the )?(?:\w+ )?server)|Connection refused|"
-                 r"Max retries exceeded with url|ConnectError|ConnectionRefusedError|NewConnectionError",
+                 r"Max retries exceeded with url|ConnectError|ConnectionRefusedError|NewConnectionError|"
+                 r"APIConnectionError: Connection error",
             types=r"^(?:RuntimeError|ConnectionError|ConnectError|ConnectionRefusedError|TimeoutError|"
                   r"ClientConnectorError|MaxRetryError|NewConnectionError|APIConnectionError|)$",
             cause="The client waited for an inference server that never answered: the server crashed while "
@@ -333,6 +334,40 @@ def _classes() -> tuple[ErrorClass, ...]:
                    "in vllm/config/ are pydantic dataclasses",
             examples=("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",)),
         ErrorClass(
+            "engine_import_mismatch", "config_error", "An import from the engine or a library failed (version mismatch)",
+            types=r"^(?:ImportError|ModuleNotFoundError)$",
+            text=r"cannot import name '\w+' from '(?:vllm|sglang|transformers|torch|megatron|deepspeed|ray|flash_attn|"
+                 r"trl|peft|accelerate)\b",
+            cause="The framework imports a name its installed engine or library no longer (or not yet) has: the "
+                  "two come from incompatible releases.",
+            check="the framework's pinned versions against pip list for the package the import names.",
+            source="CPython ImportError 'cannot import name X from Y'",
+            examples=("ImportError: cannot import name 'ParallelConfig' from 'vllm.config'",)),
+        ErrorClass(
+            "nccl_communicator_error", "collective_hang", "NCCL reported an error or aborted a communicator",
+            types=r"^(?:DistBackendError|RuntimeError|)$",
+            text=r"NCCL error|ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidUsage|"
+                 r"ncclRemoteError|NCCL communicator was aborted|DistBackendError", line_level=False,
+            cause="A collective failed inside NCCL: a peer rank died or hung, the network/IB path failed, or "
+                  "processes disagree on the communicator (weight-sync groups built differently on two sides).",
+            check="NCCL_DEBUG=INFO output of the first failing rank, which rank exited first and why, and the "
+                  "network interface NCCL picked (NCCL_SOCKET_IFNAME, IB).",
+            source="pytorch torch/csrc/distributed/c10d/NCCLUtils.hpp 'NCCL error in: ...' (DistBackendError); "
+                   "ProcessGroupNCCL.cpp 'NCCL communicator was aborted'",
+            examples=("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                      "NCCLUtils.hpp:275, unhandled cuda error",)),
+        ErrorClass(
+            "config_key_error", "config_error", "The config names a key the framework does not have",
+            types=r"^(?:ConfigAttributeError|ConfigKeyError|ConfigTypeError|OverrideParseException|"
+                  r"ConfigCompositionException|MissingMandatoryValue)$",
+            cause="A Hydra/OmegaConf override or config key is not in the framework's schema (a misspelling, or a key "
+                  "renamed between releases), or a mandatory value is missing.",
+            check="the key in the message against the framework's config of the installed version (keys move "
+                  "between releases).",
+            source="omry/omegaconf omegaconf/errors.py ConfigAttributeError ('Key ... is not in struct'); "
+                   "facebookresearch/hydra 'Could not override'",
+            examples=("omegaconf.errors.ConfigAttributeError: Key 'rollout_n' is not in struct",)),
+        ErrorClass(
             "api_version_mismatch", "config_error", "The framework calls an API its installed engine does not have",
             types=r"^(?:AttributeError|ImportError|ModuleNotFoundError|TypeError)$",
             text=r"has no attribute|cannot import name|No module named|unexpected keyword argument|"
@@ -377,6 +412,30 @@ def _classes() -> tuple[ErrorClass, ...]:
                   "grad clipping.",
             source="torch.autograd anomaly mode / framework NaN checks",
             examples=("RuntimeError: Rank 0: loss is nan at iteration 12",)),
+        ErrorClass(
+            "deepspeed_batch_assertion", "config_error", "DeepSpeed's batch identity does not hold",
+            text=r"train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size", line_level=True,
+            cause="DeepSpeed requires train_batch_size = micro batch per GPU x gradient accumulation x world size; "
+                  "the numbers in the message are the three sides.",
+            check="train_batch_size, train_micro_batch_size_per_gpu, gradient_accumulation_steps and the number of "
+                  "GPUs actually launched (a framework may derive one of them).",
+            source="deepspeedai/DeepSpeed deepspeed/runtime/config.py _batch_assertion: 'Check batch related "
+                   "parameters. train_batch_size is not equal to micro_batch_per_gpu * gradient_acc_step * world_size'",
+            examples=("AssertionError: Check batch related parameters. train_batch_size is not equal to "
+                      "micro_batch_per_gpu * gradient_acc_step * world_size 16 != 2 * 1 * 4",)),
+        ErrorClass(
+            "checkpoint_files_missing", "checkpoint_load_error", "A checkpoint or model file is missing",
+            text=r"does not appear to have a file named|No such file or directory: \S*(?:ckpt|checkpoint|global_step|"
+                 r"iter_\d+|safetensors|\.bin\b|\.pt\b|model_optim_rng|latest_checkpointed_iteration|config\.json)|"
+                 r"(?i:no checkpoint found|checkpoint (?:not found|does not exist))", line_level=True,
+            cause="The path given to load (model, checkpoint to resume, converted weights) lacks the file the loader "
+                  "expects: a wrong path, an unfinished save, or a layout from another framework version.",
+            check="the path in the message, what the checkpoint folder really holds, and the resume/load settings.",
+            source="huggingface/transformers configuration_utils/modeling_utils: 'does not appear to have a file "
+                   "named'; Megatron-LM checkpointing.py latest_checkpointed_iteration.txt",
+            examples=("OSError: /models/qwen does not appear to have a file named config.json.",
+                      "FileNotFoundError: [Errno 2] No such file or directory: "
+                      "'/ckpt/global_step_100/actor/model_world_size_8_rank_0.pt'")),
         ErrorClass(
             "state_dict_mismatch", "checkpoint_load_error", "The checkpoint does not match the model (state_dict)",
             text=r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\) in "
