@@ -13,17 +13,18 @@ work):
 - DeepSpeed ``OVERFLOW! ... Attempted loss scale: X, reducing to Y`` (series ``deepspeed/loss_scale``)
   and ``step=N, skipped=K`` progress lines;
 - OpenRLHF tqdm postfixes ``[..., act_loss=0.1, reward=0.5, grad_norm=1.2]``;
-- generic ``global_step: N, name: value, ...`` / ``[step N] name=value`` lines (PaddleNLP and kin).
+- generic ``global_step: N, name: value, ...`` / ``[step N] name=value`` lines (PaddleNLP and kin);
+- the formats of engine/metric_formats/, one unit each: SkyRL, AReaL, NeMo-RL, ROLL, prime-rl, verl JSONL,
+  trainer_state.json log_history, W&B run summary, markdown tables, ``key: value   key: value`` summaries.
 """
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
 from dataclasses import dataclass, field
 
 from grpo_debug.tools.engine.normalize import Line
+from grpo_debug.tools.engine.values import parse_dict_text, to_float  # noqa: F401  (re-exported)
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf(?:inity)?"
 
@@ -39,8 +40,6 @@ _TQDM_POSTFIX = re.compile(r"\|\s*\d+/\d+\s*\[[^\]=]*?,\s*([\w/]+=[^,\]]+(?:,\s*
 _GENERIC_STEP = re.compile(r"(?:\bglobal_step|\bstep|\biteration|\biter)(?:\s*[:=]\s*|\s+)#?(\d+)\b", re.I)
 _GENERIC_PAIR = re.compile(r"(?<![\w./|@-])([A-Za-z_][\w./@-]*)\s*[:=]\s*(" + _NUM + r")(?![\w.])")
 _PAIR_SEP = re.compile(r"(?<!\s)\s+-\s+")  # starts only at a run's first blank: linear on long blank runs
-_NP_WRAP = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")
-_BARE_NAN = re.compile(r"(?<!['\"\w])(-?)(nan|inf|NaN|Infinity|-Infinity)(?!['\"\w])")
 
 
 @dataclass(slots=True)
@@ -66,6 +65,7 @@ class MetricTable:
     records: list[Record] = field(default_factory=list)
     formats: set[str] = field(default_factory=set)
     lines: set[int] = field(default_factory=set)
+    axes: dict[str, str] = field(default_factory=dict)  # raw key -> x axis when a format says it is not 'step'
 
     def add(self, fmt: str, step: float, line: int, values: dict[str, float]) -> None:
         if not values:
@@ -79,42 +79,6 @@ class MetricTable:
     def keys(self, pattern: str | re.Pattern[str]) -> list[str]:
         rx = re.compile(pattern, re.I) if isinstance(pattern, str) else pattern
         return [k for k in self.series if rx.search(k)]
-
-
-def to_float(v: object) -> float | None:
-    """A metric value as float: numbers, numeric strings ('0.0123', 'nan', 'inf'), bools excluded."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if isinstance(v, str):
-        s = v.strip().strip("'\"")
-        m = _NP_WRAP.fullmatch(s)
-        if m:
-            s = m.group(1)
-        try:
-            return float(s)
-        except ValueError:
-            return None
-    return None
-
-
-def parse_dict_text(s: str) -> dict | None:
-    """Parse a printed dict (Python repr or JSON), tolerating nan/inf and np.float64(...)."""
-    s = _NP_WRAP.sub(r"\1", s)
-    try:
-        d = json.loads(s)
-        return d if isinstance(d, dict) else None
-    except RecursionError:  # nested deeper than the decoder's recursion limit: not a metrics dict
-        return None
-    except ValueError:
-        pass
-    t = _BARE_NAN.sub(lambda m: f"'{m.group(1)}{m.group(2)}'", s)
-    try:
-        d = ast.literal_eval(t)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return d if isinstance(d, dict) else None
 
 
 def _numeric(d: dict) -> dict[str, float]:
@@ -224,11 +188,26 @@ def parse_line(ln: Line, table: MetricTable, counters: dict[str, int]) -> bool:
 
 
 def extract_metrics(lines: list[Line]) -> MetricTable:
-    """Metric series of all lines, in input order."""
+    """Metric series of all lines, in input order: the multi-line formats of engine/metric_formats first (a block
+    consumes its lines), then per line its ``BEFORE`` units, the built-in shapes above, and its ``AFTER`` units."""
+    from grpo_debug.tools.engine.metric_formats import AFTER, BEFORE, BLOCKS
+
     table = MetricTable()
-    counters: dict[str, int] = {}
-    for ln in lines:
-        parse_line(ln, table, counters)
+    counters: dict = {}
+    i, n = 0, len(lines)
+    while i < n:
+        used = 0
+        for unit in BLOCKS:
+            used = unit(lines, i, table, counters)
+            if used:
+                break
+        if used:
+            i += used
+            continue
+        ln = lines[i]
+        if not any(u(ln, table, counters) for u in BEFORE) and not parse_line(ln, table, counters):
+            any(u(ln, table, counters) for u in AFTER)
+        i += 1
     return table
 
 

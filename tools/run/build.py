@@ -18,7 +18,8 @@ from grpo_debug.tools.run.model import ConfigFact, Point, Run
 
 # x axis of a console format's step number (tools/engine/metrics.py formats)
 _FORMAT_AXIS = {"verl": "step", "hf_trainer": "step", "openrlhf": "global_step", "megatron": "iteration",
-                "deepspeed": "step", "openrlhf_tqdm": "tqdm_update", "generic": "step"}
+                "deepspeed": "step", "openrlhf_tqdm": "tqdm_update", "generic": "step", "areal": "global_step",
+                "wandb_summary": "summary", "kv_summary": "summary_group", "markdown": "table"}
 
 
 def _axis(fmt: str, raw_key: str) -> str:
@@ -54,9 +55,10 @@ def add_table(run: Run, table, canon=None) -> None:
         for k in rec.keys:
             fmt_of.setdefault(k, rec.fmt)
     named = _names({k: len(v) for k, v in table.series.items()}, run.framework, canon)
+    axes = getattr(table, "axes", {})
     for k, pts in table.series.items():
         name, is_canon = named[k]
-        axis = _axis(fmt_of.get(k, "generic"), k)
+        axis = axes.get(k) or _axis(fmt_of.get(k, "generic"), k)
         for p in pts:
             run.add_point(name, Point(p.step, p.value, k, line=p.line), axis=axis, canonical=is_canon)
     shared = [k for k, (n, c) in named.items() if not c and canon(k, run.framework)]

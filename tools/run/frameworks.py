@@ -4,8 +4,8 @@ Evidence, each weighted (a version print is decisive, one stray word is not):
 
 - ``versions.<pkg>`` facts (``pip list``/``pip show`` lines, ``# verl 0.4.1`` comments): weight 3, version;
 - module paths and entry points in lines (``verl.trainer.main_ppo``, ``site-packages/trl/``,
-  ``from openrlhf``, ``python -m areal``, tracebacks' ``File ".../slime/..."``): weight 2 per distinct line
-  (at most 3 lines counted);
+  ``from openrlhf``, ``python -m areal``, ``deepspeed --module openrlhf.cli.train_ppo_ray``, tracebacks'
+  ``File ".../slime/..."``): weight 2 per distinct line (at most 3 lines counted);
 - config keys of a framework (``tools/engine/facts.FRAMEWORK_MARKERS``): weight 1 each, at most 3;
 - the console metric format the metrics reader recognised (``verl`` step lines, slime dicts, Megatron
   iteration lines, HF Trainer dicts, DeepSpeed overflow lines): weight 2.
@@ -29,13 +29,15 @@ _PIP_NAMES = {"verl": "verl", "slime": "slime", "openrlhf": "openrlhf", "trl": "
               "prime-rl": "prime_rl", "prime_rl": "prime_rl", "megatron-core": "megatron", "megatron_core": "megatron",
               "deepspeed": "deepspeed", "vllm": "vllm", "sglang": "sglang", "ray": "ray", "relax": "relax"}
 # a package mentioned as code: a path segment, an import, a -m entry point
-_CODE_MENTION = re.compile(r"(?:[/\\](?:site-packages[/\\])?|\bimport |\bfrom |-m )(" + "|".join(_PACKAGES.values())
-                           + r")(?=[./\\\s]|$)")
+_CODE_MENTION = re.compile(r"(?:[/\\](?:site-packages[/\\])?|\bimport |\bfrom |-m |--module )("
+                           + "|".join(_PACKAGES.values()) + r")(?=[./\\\s]|$)")
 _NAME_OF = [(re.compile(f"^(?:{v})$"), k) for k, v in _PACKAGES.items()]
 _MARKER_NAMES = {"verl": "verl", "deepspeed": "deepspeed", "slime/relax": "slime", "megatron-lm": "megatron",
                  "trl/hf": "trl", "openrlhf": "openrlhf"}
 _FORMAT_NAMES = {"verl": "verl", "slime": "slime", "openrlhf": "openrlhf", "openrlhf_tqdm": "openrlhf",
-                 "megatron": "megatron", "hf_trainer": "trl", "deepspeed": "deepspeed"}
+                 "megatron": "megatron", "hf_trainer": "trl", "deepspeed": "deepspeed", "verl_jsonl": "verl",
+                 "skyrl": "skyrl", "areal": "areal", "nemo_rl": "nemo_rl", "roll": "roll", "prime_rl": "prime_rl",
+                 "trainer_state": "trl"}
 MAX_EVIDENCE_LINES = 3
 
 
@@ -50,7 +52,8 @@ def _code_mentions(lines, hits: dict[str, FrameworkHit]) -> None:
     seen: dict[str, int] = {}
     for ln in lines:
         t = ln.text
-        if len(t) < 4 or ("/" not in t and "import" not in t and "-m " not in t and "\\" not in t):
+        if len(t) < 4 or ("/" not in t and "import" not in t and "-m " not in t and "--module " not in t
+                          and "\\" not in t):
             continue
         for m in _CODE_MENTION.finditer(t):
             name = next((k for rx, k in _NAME_OF if rx.match(m.group(1))), None)

@@ -63,10 +63,10 @@ def fmt(v: float) -> str:
     return str(v) if not math.isfinite(v) else f"{v:.4g}"
 
 
-def at(p: Point) -> str:
-    """'step 301 (line 302)' or 'step 301 (events.out...:17)'."""
+def at(p: Point, axis: str = "step") -> str:
+    """'step 301 (line 302)', 'step 301 (events.out...:17)', or with ``axis='row'`` 'row 2 (line 4)'."""
     loc = f"line {p.line}" if p.line is not None else (p.where or "")
-    return f"step {p.step:g}" + (f" ({loc})" if loc else "")
+    return f"{'row' if axis == 'row' else 'step'} {p.step:g}" + (f" ({loc})" if loc else "")
 
 
 def lines_of(points: list[Point], limit: int = 8) -> list[int]:

@@ -12,7 +12,8 @@ Each framework reports its own statistic, so each has its own bound (key regex o
 | prime-rl mismatch_kl/all/mean ("Mismatch KL") | none | prime-rl docs/training.md: "A sustained, growing mean is the early-warning sign": read with late_climb |
 
 A statistic fires when at least ``min_points`` of its points exceed the bound, or its last point does, or it has
-fewer than 3 points and one does (a pasted table or summary). The reported start is the first point above.
+fewer than 3 points and one does (a pasted summary), or it is a table of variants (the ``row`` axis: one row per
+backend or config, markdown.py) and any row does. The reported start is the first point above.
 Occasional single spikes that return are allowed (NeMo-RL's guide: "Occasional spikes are acceptable if ... it
 quickly returns").
 """
@@ -61,9 +62,10 @@ def mismatch_jump(run: Run, min_points: int = 2) -> Hit | None:
             continue
         fin = s.finite()
         over = [p for p in fin if p.value > bound]
-        if not over or not (len(over) >= min_points or fin[-1].value > bound or len(fin) < 3):
+        rows = s.axis == "row"  # a table of variants (one row per backend/config), not a time series
+        if not over or not (rows or len(over) >= min_points or fin[-1].value > bound or len(fin) < 3):
             continue
         first = over[0]
-        return Hit(lines_of(over[:6]), f"{s.name} is {fmt(first.value)} at {at(first)}, above {bound:g} ({src}); "
+        return Hit(lines_of(over[:6]), f"{s.name} is {fmt(first.value)} at {at(first, s.axis)}, above {bound:g} ({src}); "
                    f"{len(over)}/{len(fin)} points above, max {fmt(max(p.value for p in over))}", [s.name, *s.raw_keys[:1]])
     return None
