@@ -191,6 +191,8 @@ def _in_json(key: str, new: Any, text: str) -> tuple[int, str] | None:
             break
     else:
         return None
+    if any(re.search(rf'"{re.escape(p)}"\s*:', text) for p in parts[k:k + 1]):
+        return None  # the next key exists with a value that is not an object
     o, c = objs[path]
     member = f"{json.dumps(parts[k])}: {json.dumps(_nested(parts[k:], new))}"
     p = c - 1
@@ -235,6 +237,8 @@ def _yaml_parents(raws: dict[int, str]) -> dict[str, tuple[int, int, int | None]
         if m.group(2):
             out[path] = (n, ind, None)
             stack.append((ind, path))
+        else:
+            out.setdefault("\x00" + path, (n, ind, None))  # a key with a value on its line (scalar or flow)
     return out
 
 
@@ -249,6 +253,8 @@ def _in_yaml(key: str, new: Any, raws: dict[int, str]) -> tuple[int, str] | None
             break
     else:
         k, anchor, ind, step = 0, max(raws), -2, 2
+    if any("\x00" + ".".join(parts[:j]) in parents for j in range(k + 1, len(parts) + 1)):
+        return None  # the key (or a parent to create) is already set on one line, e.g. `rollout: {name: vllm}`
     out, level = [], ind + step
     for part in parts[k:-1]:
         out.append(" " * level + part + ":")
