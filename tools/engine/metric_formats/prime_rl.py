@@ -7,7 +7,9 @@ Source: PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/train.py::
     {throughput:.0f} tokens/s | MFU {mfu:.1f}% | Peak Mem. {peak_memory:.1f} GiB"
 
 and src/prime_rl/orchestrator/orchestrator.py ``f"Step {step} | {...} | Reward {...:.4f} | Trainable {n}/{m}
-({rate:.1%}) | ... | Truncation {...:.1%}"``. A field is ``Name value[unit]``; a percentage is filed as a fraction
+({rate:.1%}) | ... | Truncation {...:.1%}"``; earlier releases print ``Name: value`` (``SUCCESS Step 2 | Time:
+946.26s | Reward: 0.0648 | Throughput: 1177.3 tokens/s``, https://github.com/PrimeIntellect-ai/prime-rl/issues/1119).
+A field is ``Name[:] value[unit]``; a percentage is filed as a fraction
 (``Truncation 12.5%`` -> 0.125); fields that are not one name and one number (``Trainable 3/4 (75.0%)``, the step
 time) are skipped. ``Micro Step i/n | ...`` lines are not steps.
 """
@@ -18,7 +20,7 @@ import re
 from grpo_debug.tools.engine.values import to_float
 
 _HEAD = re.compile(r"(?<!Micro )\bStep (\d+) \| ")
-_FIELD = re.compile(r"^([A-Za-z][A-Za-z .\-]{0,40}?) (-?[\d.]+(?:e[-+]?\d+)?|nan|inf|-inf)(%| \S{1,10})?$")
+_FIELD = re.compile(r"^([A-Za-z][A-Za-z .\-]{0,40}?):? (-?[\d.]+(?:e[-+]?\d+)?|nan|inf|-inf)(%|\s?[A-Za-z/.]{1,16})?$")
 
 
 def prime_rl_line(ln, table, state: dict) -> bool:
