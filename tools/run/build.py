@@ -6,7 +6,7 @@
     run = from_store(store_run)                # tools.readers.StoreRun: store series + config + console
 
 Naming: a raw key the alias table (``skills/aliases``, through ``tools/run/names.py``) maps to a canonical
-name is filed under it; when several raw keys of one run map to the same canonical name, the one with most
+name, for the run's most evident framework or else unambiguously across frameworks, is filed under it; when several raw keys of one run map to the same canonical name, the one with most
 points takes it and the others stay under their raw names (a note says so). Unknown keys stay raw.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _names(raw_counts: dict[str, int], framework: str | None, canon) -> dict[str
     """raw key -> (series name, canonical?). The raw key with most points wins a shared canonical name."""
     by_canon: dict[str, list[str]] = {}
     for k in raw_counts:
-        c = canon(k, framework)
+        c = canon(k, framework) or (canon(k, None) if framework else None)  # a key of another framework of the run
         if c:
             by_canon.setdefault(c, []).append(k)
     out = {k: (k, False) for k in raw_counts}
@@ -61,7 +61,7 @@ def add_table(run: Run, table, canon=None) -> None:
         axis = axes.get(k) or _axis(fmt_of.get(k, "generic"), k)
         for p in pts:
             run.add_point(name, Point(p.step, p.value, k, line=p.line), axis=axis, canonical=is_canon)
-    shared = [k for k, (n, c) in named.items() if not c and canon(k, run.framework)]
+    shared = [k for k, (n, c) in named.items() if not c and (canon(k, run.framework) or canon(k, None))]
     if shared:
         run.notes.append("raw keys kept raw because another key of the run took their canonical name: "
                          + ", ".join(sorted(shared)[:8]))
@@ -72,7 +72,7 @@ def add_facts(run: Run, facts, canon=None) -> None:
     """File every engine ``Fact`` (key, value, line, origin) as a ConfigFact (canonical name when known)."""
     canon = canon or names.config_name
     for f in facts.facts:
-        c = canon(f.key, run.framework)
+        c = canon(f.key, run.framework) or (canon(f.key, None) if run.framework else None)
         run.facts.append(ConfigFact(name=c or f.key, value=f.value, raw_key=f.key, line=f.line, origin=f.origin,
                                     canonical=bool(c)))
     run.formats |= set(facts.formats)
