@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from grpo_debug.skills.knowledge import triggers
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.search import rank_rules_for_query
+from grpo_debug.tools.search import query_terms, rank_rules_for_query, reads_as_question
 from grpo_debug.tools.inputs import looks_like_log_or_config
 from grpo_debug.tools.models import RuleSuggestion, Suggestion, ToolSuggestion
 
@@ -19,8 +19,14 @@ def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggest
     low = (text or "").lower()
     scored: dict[tuple[str, str], tuple[float, str]] = {}
     prompts: list[str] = []
+    q = query_terms(text or "")
+
+    def said(phrase: str) -> bool:  # as written, or all its words in any order and spelling (rewards -> reward)
+        terms = query_terms(phrase)
+        return phrase.lower() in low or (len(terms) >= 2 and terms <= q)
+
     for t in triggers():
-        s = 3.0 * (t.phrase in low) + sum(1.0 for w in t.words if w.lower() in low)
+        s = 3.0 * said(t.phrase) + sum(1.0 for w in t.words if said(w))
         if s <= 0:
             continue
         key = (t.tool, t.operation)
@@ -28,7 +34,7 @@ def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggest
         scored[key] = (prev[0] + s, prev[1] or f"matches the trigger '{t.phrase}'")
         if t.prompt and t.prompt not in prompts:
             prompts.append(t.prompt)
-    if looks_like_log_or_config(text or ""):
+    if looks_like_log_or_config(text or "") and not reads_as_question(text or ""):
         scored[("triage", "")] = (100.0, "the text looks like a log, config or launch script: triage it directly")
     tools = [ToolSuggestion(tool=k[0], operation=k[1], why=v[1]) for k, v in sorted(scored.items(), key=lambda kv: -kv[1][0])]
     if not any(t.tool == "triage" for t in tools):

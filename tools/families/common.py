@@ -13,7 +13,7 @@ from grpo_debug.tools.errors import FamilyError
 from grpo_debug.tools.families import FAMILY_SPECS, SEED_GPU, SEED_OPERATION_ALIASES
 from grpo_debug.tools.inputs import looks_like_log_or_config, read_input
 from grpo_debug.tools.models import FamilyReport, Finding, Item
-from grpo_debug.tools.search import rank_rules_for_query
+from grpo_debug.tools.search import best, rank_rules_for_query, reads_as_question
 from grpo_debug.tools.triage import triage_text
 
 PATTERN_CLASSES = ("cuda_stream_safety", "muon_clipping", "discrete_decision_mismatch", "lora_distortion",
@@ -139,12 +139,14 @@ def diagnose_report(family: str, text, path, rb) -> FamilyReport:
     """The ``diagnose`` operation: findings for a log or config, else the family's rules ranked for the words."""
     require_input(text, path, "symptom words or a log", family, "diagnose")
     rules = family_rules(rb, family)
-    if path or looks_like_log_or_config(text or ""):
+    if path or (looks_like_log_or_config(text or "") and not reads_as_question(text or "")):
         rep = check_report(family, text, path, rb)
         rep.operation = "diagnose"
         if rep.findings:
             return rep
-    ranked = rank_rules_for_query(text or "", rules)[:8]
+    # the family's own symptom is implied by the question (nan_guide diagnose actor/entropy: entropy went NaN)
+    implied = tuple(w for code in family_selectors()[family].symptoms for w in code.split("_"))
+    ranked = best(rank_rules_for_query(text or "", rules, implied=implied), k=8, rel=0.2)
     items = [rule_item(r, kind="cause", score=s) for s, r in ranked]
     summary = ("Most likely causes for the described symptoms: " + "; ".join(f"{it.title} ({it.id})" for it in items[:3])
                if items else "No rule of this family matches the description; try triage with the log itself.")

@@ -12,23 +12,27 @@ from grpo_debug.tools.families.common import (PATTERN_CLASSES, STATUS_ORDER, bes
 from grpo_debug.tools.families.overview import input_hint
 from grpo_debug.tools.inputs import read_input
 from grpo_debug.tools.models import FamilyReport, Item
-from grpo_debug.tools.search import rank_rules_for_query, words
+from grpo_debug.tools.search import best, rank_rules_for_query, words
 
 
-def _resolve_topic(text: str, rb: RuleBase) -> tuple[list[Rule], list[Derivation], str | None]:
-    """Rules, derivations and a pattern class/symptom named by free text (id, bug number, class, words)."""
+def _resolve_topic(text: str, rb: RuleBase, candidates: list[Rule] | None = None
+                   ) -> tuple[list[Rule], list[Derivation], str | None]:
+    """Rules, derivations and a pattern class/symptom named by free text (id, bug number, class, words);
+    ``candidates`` are ranked first (the decisions, for ``decision``), then every rule."""
     low = (text or "").lower().strip()
     ders = derivations()
-    pc = next((p for p in PATTERN_CLASSES if p in low.replace(" ", "_") or p.replace("_", " ") in low), None) or next(
+    named_pc = next((p for p in PATTERN_CLASSES if p in low.replace(" ", "_") or p.replace("_", " ") in low), None)
+    pc = named_pc or next(  # a word of a class's name (muon) finds its derivations, never overrides the ranking
         (p for p in PATTERN_CLASSES if any(len(w) > 4 and w not in ("safety", "decision", "execution") and re.search(rf"\b{w}", low)
                                            for w in p.split("_"))), None)
     sym = next((c for c in SYMPTOMS if c in low), None)
     if low in rb.rules:
         rs = [rb.rules[low]]
-    elif pc:
-        rs = rb.by_pattern_class(pc)
+    elif named_pc:
+        rs = rb.by_pattern_class(named_pc)
     else:
-        rs = [r for _, r in rank_rules_for_query(text, list(rb))][:5]
+        rs = [r for _, r in best(rank_rules_for_query(text, candidates or list(rb)))] or \
+             [r for _, r in best(rank_rules_for_query(text, list(rb)))]
         if sym and not rs:
             rs = rb.by_symptom(sym)
     ids = {r.id for r in rs}
@@ -132,8 +136,8 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
         if m:
             tag = f"MUST {'DO' if m.group(1) == 'do' else 'NOT'} {m.group(2)}"
             rs = [r for r in rb if any(ref.upper() == tag for ref in r.seed_refs)]
-        else:
-            rs, _, _ = _resolve_topic(text, rb)
+        else:  # a question about a setting: the rules that carry a MUST DO / MUST NOT first
+            rs, _, _ = _resolve_topic(text, rb, [r for r in rb if any(x.startswith("MUST ") for x in r.seed_refs)])
     else:
         rs, _, _ = _resolve_topic(text, rb)
     items: list[Item] = []

@@ -7,6 +7,7 @@ from grpo_debug.tools.families.common import (check_report, family_rules, framew
 from grpo_debug.tools.families.overview import stream_overview
 from grpo_debug.tools.models import FamilyReport, Finding, Item
 from grpo_debug.tools.inputs import is_python, read_input
+from grpo_debug.tools.search import best, framework_terms, rank_rules_for_query
 
 
 def stream_safety(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
@@ -24,9 +25,7 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
                             summary=f"{len(items)} stream-safety patterns (record_stream, overlap_comm, side-stream lifetimes) "
                                     "with their real references and verification status.")
     if op == "compare":
-        items = frameworks_table(rs)
-        return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
-                            summary=f"Stream-safety mechanisms side by side for {len(items)} frameworks.")
+        return _compare(rs, text if text else read_input(None, path)[0] if path else "")
     if not text and not path:  # no input: the analysis of the configurations the rules document
         return stream_overview(rb, lambda t: stream_safety("analyze", text=t, rules=rb))
     src = text if text is not None else read_input(None, path)[0]
@@ -57,3 +56,18 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
         summary = r.summary if fs or not items else f"{len(items)} stream-safety signal(s) in the config."
     return FamilyReport(family="stream_safety", operation="analyze", summary=summary, items=items, findings=fs,
                         rules=sorted({c.rule_id for f in fs for c in f.causes}), notes=notes)
+
+
+def _compare(rs: list, text: str) -> FamilyReport:
+    """``compare``: the stream-safety mechanisms side by side, for the frameworks the input names (all
+    frameworks without one), the rules the input's words rank first when it names none."""
+    named = framework_terms(text) if text else set()
+    if text and not named:
+        rs = [r for _, r in best(rank_rules_for_query(text, rs), k=len(rs))] or rs
+    items = [i for i in frameworks_table(rs) if not named or i.id.lower() in named]
+    what = f" for {', '.join(i.id for i in items) or text.strip()}" if named else f" for {text.strip()!r}" if text else ""
+    notes = [] if items or not named else [f"No stream-safety rule names {', '.join(sorted(named))}; "
+                                           "compare without input lists every framework."]
+    return FamilyReport(family="stream_safety", operation="compare", items=items,
+                        rules=sorted({r for i in items for r in i.fields["rules"]}), notes=notes,
+                        summary=f"Stream-safety mechanisms side by side{what}: {len(items)} framework(s).")
