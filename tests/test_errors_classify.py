@@ -3,6 +3,7 @@ error findings (tools/error_findings.py): every class's own examples, traceback 
 loguru, rich, JSON lines, logger prefixes, cut pastes) and real reports from the corpus."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,23 @@ def test_rule_finding_carries_the_classified_error_as_a_cause():
     f = next(f for f in r.findings if f.symptom == "collective_hang")
     assert f.causes[0].rule_id == "nccl-watchdog-timeout"
     assert any(c.rule_id == "error-class:nccl_watchdog_timeout" for c in f.causes)
+
+
+def test_every_line_level_class_example_passes_the_line_hint_prefilter():
+    from grpo_debug.tools.engine.errors_classify import has_line_hint
+
+    for c in CLASSES:
+        if c.line_level:
+            for e in c.examples:
+                assert all(has_line_hint(x) for x in e.splitlines() if re.search(c.text, x)), (c.name, e)
+
+
+def test_a_long_log_is_classified_in_linear_time():
+    import time
+
+    line = "(TaskRunner pid=1) step:%d - actor/pg_loss:0.1 - actor/grad_norm:0.5 - critic/score/mean:0.3\n"
+    tb = 'Traceback (most recent call last):\n  File "/x/a.py", line 1, in f\n    g()\nValueError: x\n'
+    text = "".join(line % i for i in range(20000)) + tb * 500
+    t = time.perf_counter()
+    recs = classify_all(normalize(text))
+    assert len(recs) == 500 and time.perf_counter() - t < 10

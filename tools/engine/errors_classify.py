@@ -239,7 +239,8 @@ def _stream_records(lines: list[Line]) -> list[ErrorRecord]:
         out.append(_record(texts, lines, wrapper[0], wrapper[0], wrapper[1], None, end))
         covered.update(range(wrapper[0], end))
     out += _truncated_tracebacks(texts, lines, covered)
-    out += _error_lines(texts, lines, covered | {k for r in out for k in _idx(lines, r.lines)})
+    pos = {ln.no: i for i, ln in enumerate(lines)}
+    out += _error_lines(texts, lines, covered | {pos[n] for r in out for n in r.lines if n in pos})
     out.sort(key=lambda r: r.line)
     return out
 
@@ -312,13 +313,33 @@ def _truncated_tracebacks(texts: list[str], lines: list[Line], covered: set[int]
 
 
 _LINE_CLASSES = [c for c in CLASSES if c.line_level and c.text]
+# words one of which every line-level class's text contains: lines without any skip the class regexes
+# (tests/test_errors_classify.py checks every class example against it)
+LINE_HINT = (  # lower-case substrings; `in` checks are linear and cheap, unlike a case-insensitive alternation
+    "generations per prompt", "max_num_batched_tokens", "max_model_len", "desired gpus", "alloc_req_slots",
+    "out of memory", "outofmemory", "memoryallocation", "kv cache", "cache blocks", "mem-fraction-static",
+    "errno 12", "bad_alloc", "cannot allocate memory", "killed", "oom", "sigkill", "exitcode", "exit code",
+    "exit status", "exited with", "memory pressure", "time limit", "watchdog", "before timing out",
+    "timed out waiting", "diststoreerror", "wait timeout", "socket timeout", "likely a timeout", "tcpstore",
+    "context length", "maximum model length", "prompt is too long", "exceeds the model", "server error",
+    "error code: 5", "status_code=5", "status: 5", "status 5", " 500 ", " 502 ", " 503 ", " 504 ", "eaddrinuse",
+    "already in use", "actor died", "worker died", "actordied", "node has crashed", "illegal memory access",
+    "illegaladdress", "micro_batch_per_gpu", "appear to have a file", "no such file", "checkpoint", "state_dict",
+    "size mismatch", "backendcompilerfailed", "inductorerror", "compiled graph", "corrupt local cache",
+    "server launch failed", "failed to launch", "failed to start", "connection refused", "max retries",
+    "connecterror", "connection error", "newconnectionerror", "cuda error", "cudaerror", "hip out")
+
+
+def has_line_hint(t: str) -> bool:
+    low = t.lower()
+    return any(n in low for n in LINE_HINT)
 
 
 def _error_lines(texts: list[str], lines: list[Line], covered: set[int]) -> list[ErrorRecord]:
     """Lines that name an error without a Python exception line (a class's text matches them)."""
     out: list[ErrorRecord] = []
     for i, t in enumerate(texts):
-        if i in covered or not t.strip() or len(t) > 4000:
+        if i in covered or not t.strip() or len(t) > 4000 or not has_line_hint(t):
             continue
         for c in _LINE_CLASSES:
             if re.search(c.text, t):
@@ -375,18 +396,18 @@ _CANCELLED_AT = re.compile(r"CANCELLED AT (\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)")
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)|(?<![\d:])(\d\d:\d\d:\d\d)(?![\d:])")
 
 
-def silence_before(lines: list[Line], rec: ErrorRecord) -> tuple[float, int] | None:
+def silence_before(lines: list[Line], rec: ErrorRecord, pos: dict[int, int] | None = None) -> tuple[float, int] | None:
     """(seconds, line) between the last timestamped line before a Slurm cancellation and the cancellation time
     (``CANCELLED AT 2025-01-01T10:00:00``): a long silence means the job hung before the time limit hit."""
     from datetime import datetime
 
     m = _CANCELLED_AT.search(rec.message)
-    pos = _idx(lines, [rec.line])
-    if not m or not pos:
+    at = (pos or {ln.no: i for i, ln in enumerate(lines)}).get(rec.line)
+    if not m or at is None:
         return None
     try:
         end = datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}")
-        for ln in reversed(lines[max(0, pos[0] - 5000):pos[0]]):
+        for ln in reversed(lines[max(0, at - 5000):at]):
             st = _STAMP.search(ln.raw[:200])
             if not st:
                 continue
@@ -406,13 +427,14 @@ def error_events(lines: list[Line]):
     from grpo_debug.tools.engine.events import Event
 
     out = []
+    pos = {ln.no: i for i, ln in enumerate(lines)}
     for r in classify_all(lines):
         df = r.decisive_frame
         fields = {"class": r.cls.name, "symptom": r.cls.symptom, "exc_type": r.exc_type, "message": r.message,
                   "decisive_frame": str(df) if df else None, "frames": [str(f) for f in r.frames[-12:]],
                   "causes": [c.head for c in r.causes], "wrapper": r.wrapper, "exc_line": r.line,
-                  "error_level": bool(_ERROR_LEVEL.search(lines[_idx(lines, [r.line])[0]].text)) if r.line else False}
-        if r.cls.name == "slurm_time_limit" and (sil := silence_before(lines, r)) is not None:
+                  "error_level": r.line in pos and bool(_ERROR_LEVEL.search(lines[pos[r.line]].text))}
+        if r.cls.name == "slurm_time_limit" and (sil := silence_before(lines, r, pos)) is not None:
             fields["silence_s"], fields["last_line"] = sil
             r.message += f" (after {sil[0] / 60:.0f} min without output; last line before it: {sil[1]})"
             r.lines = sorted({*r.lines, sil[1]})
