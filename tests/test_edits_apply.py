@@ -213,3 +213,15 @@ def test_removed_flags_leave_no_blank_lines_and_the_muon_rule_closes(tmp_path, c
     assert "--use-distributed-optimizer" not in new and "--overlap-grad-reduce" not in new
     assert len(new.splitlines()) == len(text.splitlines()) - 2
     assert "megatron-muon-unsupported-options" in fixed and not fixed & again, (fixed, again)
+
+
+def test_no_edit_for_a_rule_that_does_not_name_the_files_framework():
+    text = ("python3 -m openrlhf.cli.train_ppo_ray --actor_num_nodes 1 --actor_num_gpus_per_node 8 \\\n"
+            "   --vllm_num_engines 2 --colocate_all_models --micro_rollout_batch_size 16 --rollout_batch_size 256\n")
+    res = check_config(text=text)
+    assert not [e for f in res.findings for e in f.edits if "n_samples_per_prompt" in e.new]  # slime's default, not OpenRLHF's
+
+
+def test_nothing_is_placed_into_a_cut_command():
+    res = triage_text("+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo trainer.n_gpus_per_node=8 ...\n")
+    assert all(e.line is None for f in res.findings for e in f.edits)

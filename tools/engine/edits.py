@@ -41,6 +41,10 @@ def input_frameworks(fs: FactSet, lines: list[Line] | dict[int, Line]) -> set[st
         out |= _FRAMEWORK_NAMES.get(fw, {fw})
     if "deepspeed" in out and not any(f.origin in ("json", "yaml") and _is_deepspeed_key(f.key) for f in fs.facts):
         out.discard("deepspeed")  # a launcher's --zero_stage is not a DeepSpeed config file
+    for eng in ("vllm", "sglang"):  # the rollout engine a trainer drives counts too (TRL use_vllm, vllm_num_engines)
+        if any(eng in f.key.lower() and f.value not in (False, None, 0) or
+               f.key.lower().endswith("rollout.name") and str(f.value).lower() == eng for f in fs.facts):
+            out.add(eng)
     text = "\n".join(ln.raw for ln in (lines.values() if isinstance(lines, dict) else lines))
     if {"slime", "relax"} <= out or re.search(r"\brelax[./]", text) or re.search(r"\bslime[./]", text):
         relax, slime = bool(re.search(r"\brelax[./]", text)), bool(re.search(r"\bslime[./]", text))
@@ -89,6 +93,8 @@ def rule_patch(fix, rule_frameworks: list[str], computed: dict[str, Any], fs: Fa
     else:
         base = dict(fix.patch or {})
     named = {n for fw in rule_frameworks for n in ({fw} | _FRAMEWORK_NAMES.get(fw, set()))}
+    if named and fws and not (fws & named):
+        return {}  # a file of a framework the rule does not name: not even a check's values go in
     out: dict[str, Any] = {}
     for key, new in {**base, **computed}.items():
         if key not in computed:

@@ -129,6 +129,8 @@ def _in_command(added: str, fs: FactSet, raws: dict[int, str], style: str) -> tu
     if not blocks:
         return None
     block, arr = max(blocks, key=lambda ba: (len(lines_with & set(ba[0])), ba[0][0]))
+    if any(re.search(r"(^|\s)(\.\.\.|…)(\s|$)", raws[n]) for n in block):
+        return None  # the command is cut ('...'): the key may be set in the part not shown
     last = block[-1]
     if arr:
         close = raws[last].rstrip()
