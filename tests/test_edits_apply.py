@@ -225,3 +225,16 @@ def test_no_edit_for_a_rule_that_does_not_name_the_files_framework():
 def test_nothing_is_placed_into_a_cut_command():
     res = triage_text("+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo trainer.n_gpus_per_node=8 ...\n")
     assert all(e.line is None for f in res.findings for e in f.edits)
+
+
+@needs_patch
+def test_fixes_of_several_findings_on_one_line_merge(tmp_path, capsys):
+    text = ("python3 train.py --colocate --actor-num-nodes 1 --actor-num-gpus-per-node 4 --max-tokens-per-gpu 4096 "
+            "--rollout-batch-size 8 --n-samples-per-prompt 4 --global-batch-size 64\n")
+    res = check_config(text=text)
+    located = [e for f in res.findings for e in f.edits]
+    assert len({f.symptom for f in res.findings if f.edits}) >= 2 and len({(e.line, e.new) for e in located}) == 1
+    new, fixed, again = _patch_and_recheck(tmp_path, "one.sh", text, capsys)
+    for flag in ("--global-batch-size 32", "--use-dynamic-batch-size", "--num-gpus-per-node 4"):
+        assert flag in new
+    assert not fixed & again, (fixed, again)
