@@ -16,6 +16,22 @@ TOKEN_ENV = "GRPO_DEBUG_TOKEN"
 MIN_TOKEN_CHARS = 16
 
 
+def weak_token(token: str) -> str | None:
+    """Why a bearer token is guessable (one character repeated, a repeated pattern, under ~40 bits even if
+    random over its own characters), or None."""
+    import math
+
+    distinct = len(set(token))
+    if distinct == 1:
+        return "one character repeated"
+    for p in range(1, len(token) // 2 + 1):
+        if len(token) % p == 0 and token == token[:p] * (len(token) // p):
+            return f"a {p}-character pattern repeated"
+    if len(token) * math.log2(distinct) < 40:
+        return f"only {distinct} distinct characters"
+    return None
+
+
 def is_loopback(host: str) -> bool:
     if host.lower() == "localhost":
         return True

@@ -11,6 +11,7 @@ escapes (JSON leaves C1 and U+2028/U+2029 raw; they only ever occur inside strin
 """
 from __future__ import annotations
 
+import argparse
 import re
 
 _UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"
@@ -38,3 +39,10 @@ def json_safe(s: str) -> str:
     """JSON text with DEL, C1 controls and bidi/line-separator characters as ``\\u`` escapes (still valid JSON,
     same values once parsed)."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+
+
+class SafeArgumentParser(argparse.ArgumentParser):
+    """argparse whose messages (which echo arguments, e.g. a file name) never write control characters raw."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        super()._print_message(terminal_safe(message) if message else message, file)
