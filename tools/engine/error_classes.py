@@ -168,6 +168,17 @@ def _classes() -> tuple[ErrorClass, ...]:
             examples=("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=BROADCAST, "
                       "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600035 milliseconds before timing out.",)),
         ErrorClass(
+            "collective_timeout_reported", "collective_hang", "An NCCL timeout or deadlock is reported",
+            text=r"\bNCCL\b[^\n]{0,80}?\b(?:deadlock|dead-lock|timed out|time-?out (?:occur|error|was|is reached|exceeded)"
+                 r"|hangs?\b|hung\b|stuck\b)", line_level=True, confidence="low",
+            cause="The report describes a collective that never completed (a deadlock or timeout). In RL runs this "
+                  "is most often the weight sync, where one side (trainer or inference worker) never enters the "
+                  "matching send/receive.",
+            check="the ranks' last lines before the timeout, which side of the weight sync (trainer send vs rollout "
+                  "receive) was waiting, the weight-sync mode and group setup, and a py-spy dump of a waiting rank.",
+            source="pytorch ProcessGroupNCCL watchdog (the timeout the report describes); no log line quoted",
+            examples=("When four GPUs are used, an NCCL deadlock timeout occurs during the weight synchronization phase.",)),
+        ErrorClass(
             "gloo_timeout", "collective_hang", "A gloo collective or recv timed out",
             text=r"Timed out waiting \d+ms for (?:send|recv)|\[[^\]]*gloo[^\]]*\] Timed out waiting", line_level=True,
             cause="A gloo (CPU) collective or point-to-point op waited past its timeout: the peer rank never reached "

@@ -327,7 +327,7 @@ LINE_HINT = (  # lower-case substrings; `in` checks are linear and cheap, unlike
     "illegaladdress", "micro_batch_per_gpu", "appear to have a file", "no such file", "checkpoint", "state_dict",
     "size mismatch", "backendcompilerfailed", "inductorerror", "compiled graph", "corrupt local cache",
     "server launch failed", "failed to launch", "failed to start", "connection refused", "max retries",
-    "connecterror", "connection error", "newconnectionerror", "cuda error", "cudaerror", "hip out")
+    "connecterror", "connection error", "newconnectionerror", "cuda error", "cudaerror", "hip out", "nccl")
 
 
 def has_line_hint(t: str) -> bool:
