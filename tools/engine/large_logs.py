@@ -26,6 +26,7 @@ HEAD_LINES = 3000
 TAIL_LINES = 1000
 TRACEBACK_CONTEXT = 80
 MAX_CANDIDATES = 400_000
+MAX_COPIES = 1000  # copies kept of one identical candidate line
 MAX_DECOMPRESSED_BYTES = 256 * 2**20  # of a .gz/.zst log: the rest is not read (a note says so)
 
 # Markers of lines the extractors use: metric formats, tracebacks and exception lines, launch commands,
@@ -47,6 +48,8 @@ class SparseLog:
     unprefiltered: list[str] = field(default_factory=list)
     truncated: bool = False
     capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
+    copies: dict[bytes, int] = field(default_factory=dict, repr=False)  # kept copies of each candidate line
+    repeats: int = 0  # candidate lines not kept: more than MAX_COPIES copies of the same text
 
 
 def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
@@ -123,10 +126,17 @@ def _keep_lines(out: SparseLog, chunk: bytes, starts: set[int], line_no: int) ->
         n += chunk.count(b"\n", prev, s)
         prev = s
         e = chunk.find(b"\n", s)
-        if len(out.lines) < MAX_CANDIDATES:
-            out.lines.append((n + 1, chunk[s:e].decode("utf-8", "replace")))
-        else:
+        if len(out.lines) >= MAX_CANDIDATES:
             out.truncated = True
+            continue
+        raw = chunk[s:e]
+        seen = out.copies.get(raw, 0)
+        if seen >= MAX_COPIES:  # the same line again and again (a flood of `nan`): counted, not kept
+            out.repeats += 1
+            continue
+        if len(out.copies) < MAX_CANDIDATES:
+            out.copies[raw] = seen + 1
+        out.lines.append((n + 1, raw.decode("utf-8", "replace")))
 
 
 def _add_tail(out: SparseLog, last_chunks: list[tuple[int, bytes]]) -> None:
@@ -188,7 +198,7 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
                 skip_to_newline = True
             continue
         chunk, carry = buf[:cut], buf[cut:]
-        room = MAX_CANDIDATES - len(out.lines)
+        room = MAX_CANDIDATES - len(out.lines) - out.repeats  # repeats count: a flood stops the scan too
         if room > 0:
             starts, carry_context = _candidate_starts(chunk, eng, pending_context, line_no, room)
         else:  # the candidate cap is reached: the rest is only counted (its tail is kept below)
@@ -203,6 +213,7 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
             progress(raw_read, size)
         if not block:
             break
+    out.copies = {}
     _add_tail(out, last_chunks)
     out.total_lines = line_no
     return out
