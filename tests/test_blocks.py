@@ -59,3 +59,12 @@ def test_run_tags_are_separate_streams():
     text = "[A] Traceback (most recent call last):\n[B] step 1 loss 0.2\n[A]   File \"/x/a.py\", line 1, in f\n[A] KeyError: 'x'\n"
     (r,) = classify_all(normalize(text))
     assert r.exc_type == "KeyError" and r.lines == [1, 3, 4]
+
+
+def test_one_object_per_line_is_sniffed_as_a_log_not_a_json_document():
+    from grpo_debug.tools.inputs import sniff_format
+
+    assert sniff_format("{'loss': 0.1, 'grad_norm': 0.5}\n{'loss': 0.2, 'grad_norm': 0.4}\n", None) == "log"
+    assert sniff_format('{"message": "a"}\n{"message": "b"}\n', None) == "log"
+    assert sniff_format('{\n  "train_batch_size": 8\n}\n', None) == "json"
+    assert sniff_format('{"train_batch_size": 8}', None) == "json"

@@ -85,9 +85,11 @@ def sniff_format(s: str, hint: str | None) -> str:
     if hint in ("yaml", "json", "sh"):
         return hint
     st = s.lstrip()
-    if st.startswith("{"):
-        return "json"
     lines = [ln for ln in s.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if st.startswith("{"):
+        one_per_line = sum(ln.lstrip().startswith("{") and ln.rstrip().endswith("}") for ln in lines[:200])
+        # one object per line (JSON-lines records, HF Trainer dict prints) is a log, not one JSON document
+        return "log" if len(lines) > 1 and one_per_line >= 0.8 * min(len(lines), 200) else "json"
     if lines and sum(bool(re.match(r"^\s*(-\s|[\w.-]+:(\s|$))", ln)) for ln in lines) >= 0.8 * len(lines):
         return "yaml"
     if re.search(r"^[ \t]*(python3?|torchrun|deepspeed|ray job submit|accelerate launch|bash|export)\b|\\[ \t]*$", s, re.M):
