@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import subprocess
 import sys
@@ -34,7 +33,6 @@ from grpo_debug.probes.base import Unknown, probe
 from grpo_debug.probes.gpu import GpuFacts, collect_gpus
 
 FP16_MAX = 65504.0
-LN_FP16_MAX = math.log(FP16_MAX)  # 11.0898...
 GATING_SHAPE = (4096, 64)
 VOCAB = 151936
 VOCAB_ROWS = 8

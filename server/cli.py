@@ -159,7 +159,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from grpo_debug.tools.probe_report import run_probe
+    from grpo_debug.tools.probe_report import run_probe, unknown_gpu
 
     estimate = None
     if args.estimate:
@@ -178,18 +178,17 @@ def cmd_probe(args: argparse.Namespace) -> int:
                 config_text = fh.read()
         except OSError as e:
             raise CliError(f"{args.config}: cannot read: {e.strerror or e}") from None
+    if args.gpu and (unknown := unknown_gpu(args.gpu)):
+        raise CliError(unknown)
     if args.tokenizer and not args.stop:
         raise CliError("--tokenizer needs at least one --stop STRING to look up")
     res = run_probe(numerics=args.numerics, device=args.device, force=args.force, checkpoint=args.checkpoint,
                     tokenizer=args.tokenizer, stop=args.stop, estimate=estimate, ray_address=args.ray_address,
                     config_text=config_text, host=not args.no_host)
-    if args.format == "json":
-        _out(res.model_dump_json(indent=2), as_json=True)
-        return 0
-    from grpo_debug.tools.render.probe import render_probe_text
+    from grpo_debug.tools.render.probe import error_results, render_probe_text
 
-    _out(render_probe_text(res))
-    return 0
+    _out(res.model_dump_json(indent=2), as_json=True) if args.format == "json" else _out(render_probe_text(res))
+    return 1 if error_results(res) else 0  # a missing shard, an unreachable cluster: exit 1
 
 
 def _rules():

@@ -84,8 +84,10 @@ def _packaged_root() -> Path:
     return Path(str(resources.files("grpo_debug.skills").joinpath("rules")))
 
 
-def load_rules(extra_dirs: Iterable[str | os.PathLike] = (), *, include_env: bool = True) -> RuleBase:
-    """Load the packaged rules and any user packs. Raises RuleBaseError on a bad file or duplicate id."""
+def load_rules(extra_dirs: Iterable[str | os.PathLike] = (), *, include_env: bool = True,
+               mentioning: str | None = None) -> RuleBase:
+    """Load the packaged rules and any user packs. Raises RuleBaseError on a bad file or duplicate id.
+    With ``mentioning``, only files whose text holds that string are parsed (a fast subset)."""
     rb = RuleBase()
     dirs: list[tuple[Path, bool]] = [(_packaged_root(), False)]
     env = os.environ.get("GRPO_DEBUG_RULES", "") if include_env else ""
@@ -96,6 +98,8 @@ def load_rules(extra_dirs: Iterable[str | os.PathLike] = (), *, include_env: boo
         dirs.append((p, True))
     for root, user in dirs:
         for f in _rule_files(root):
+            if mentioning is not None and mentioning not in f.read_text(encoding="utf-8", errors="replace"):
+                continue
             for rule in load_rule_file(f):
                 if rule.id in rb.rules and not user:
                     raise RuleBaseError(f"{f}: duplicate rule id {rule.id!r} (also in {rb.origin[rule.id]})")
@@ -108,3 +112,11 @@ def load_rules(extra_dirs: Iterable[str | os.PathLike] = (), *, include_env: boo
 def default_rules() -> RuleBase:
     """The packaged rule base plus GRPO_DEBUG_RULES packs, loaded once per process."""
     return load_rules()
+
+
+@lru_cache(maxsize=1)
+def probe_rules() -> RuleBase:
+    """The rules with a ``probe`` signal (what ``grpo-debug probe`` evaluates), without parsing the others."""
+    rb = load_rules(mentioning="probe")  # a superset of the files with a probe signal
+    rb.rules = {k: r for k, r in rb.rules.items() if any(s.kind == "probe" for s in r.match.signals())}
+    return rb

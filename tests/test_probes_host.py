@@ -241,7 +241,7 @@ def test_collect_gpus_broken_handle_and_zero_gpus():
     ("NVIDIA A100-SXM4-80GB", "a100_80gb"), ("NVIDIA A100-SXM4-40GB", "a100_40gb"),
     ("NVIDIA A100-PCIE-40GB", "a100_40gb"), ("NVIDIA H100 80GB HBM3", "h100_sxm"),
     ("NVIDIA H100 PCIe", "h100_pcie"), ("NVIDIA H200", "h200"), ("NVIDIA L40S", "l40s"),
-    ("NVIDIA A10G", "a10g"), ("AMD Instinct MI300X", "mi300x"), ("Tesla T4", None), ("NVIDIA H100 NVL", None),
+    ("NVIDIA A10G", "a10g"), ("AMD Instinct MI300X", "mi300x"), ("Tesla T4", "t4"), ("NVIDIA H100 NVL", None),
 ])
 def test_match_spec(name, spec):
     assert gpu_mod.match_spec(name) == spec

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grpo_debug.skills.loader import RuleBase, default_rules
+from grpo_debug.skills.loader import RuleBase, probe_rules
 from grpo_debug.tools.models import Finding, ProbeResult
 
 
@@ -18,11 +18,18 @@ def findings_from_probe_facts(facts: dict[str, Any], config_text: str = "", rule
     from grpo_debug.tools.engine.match import evaluate
     from grpo_debug.tools.triage import _group, build_context
 
-    rb = rules or default_rules()
+    rb = rules or probe_rules()  # only the rules with a probe signal are evaluated: parse only those
     ctx, lines = build_context(config_text)
     ctx.probe = {k[len("probe."):]: v for k, v in facts.items() if k.startswith("probe.")}
     hits = [h for r in rb if any(s.kind == "probe" for s in r.match.signals()) and (h := evaluate(r, ctx)) is not None]
     return [f for f, _ in _group(hits, ctx, lines)]
+
+
+def unknown_gpu(name: str) -> str | None:
+    """The refusal for a GPU the spec table does not hold, with the list to choose from; None when known."""
+    from grpo_debug.skills.knowledge import find_gpu, gpu_specs
+
+    return None if find_gpu(name) else f"unknown GPU {name!r}; use one of: {', '.join(sorted(gpu_specs()))}"
 
 
 def _dump(x: Any) -> dict[str, Any] | None:
