@@ -125,3 +125,14 @@ def test_kv_summary_lines_corpus():
     assert _pts(t, "completions/clipped_ratio") == [(1.0, 1.0, 1)]
     assert _pts(t, "frac_reward_zero_std") == [(1.0, 1.0, 2)]  # the next line: same moment, same step
     assert "note" not in _table("note: see   this: here\n").series
+
+
+def test_prose_mention_of_a_known_metric_with_a_range_corpus():
+    t = _table((CORPUS / "slime-openclaw-train-epochs-2-offpolicy-logprob-diff" / "input.log").read_text())
+    assert _pts(t, "train/train_rollout_logprob_abs_diff") == [(1.0, 0.2, 24), (2.0, 0.4, 24)]
+    assert t.axes["train/train_rollout_logprob_abs_diff"] == "mention"
+
+
+def test_prose_ignores_unknown_keys_and_short_lines():
+    t = _table("We changed my_custom_thing to 5 and some/path to 3 for the run\ngrad_norm: 5\n")
+    assert "my_custom_thing" not in t.series and "some/path" not in t.series and "grad_norm" not in t.series

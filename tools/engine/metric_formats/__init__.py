@@ -22,6 +22,7 @@ units keep their step counters in. Every unit checks a cheap substring first, so
 | jsonl.py        | verl FileLogger ``{"step": N, "data": {...}}``; ROLL ``metrics_tag:`` / JSON dicts |
 | prime_rl.py     | prime-rl ``Step N | ... | Loss 0.1 | Grad. Norm 0.2 | ...`` lines          |
 | kv_summary.py   | ``key: value   key: value`` summaries (two or more pairs, 2+ spaces apart) |
+| prose.py        | a known metric key followed by a number or range in a sentence of a report |
 """
 from __future__ import annotations
 
@@ -31,12 +32,13 @@ from grpo_debug.tools.engine.metric_formats.kv_summary import kv_summary
 from grpo_debug.tools.engine.metric_formats.markdown import markdown_table
 from grpo_debug.tools.engine.metric_formats.nemo_rl import nemo_rl_line
 from grpo_debug.tools.engine.metric_formats.prime_rl import prime_rl_line
+from grpo_debug.tools.engine.metric_formats.prose import prose_mentions
 from grpo_debug.tools.engine.metric_formats.skyrl import skyrl_block
 from grpo_debug.tools.engine.metric_formats.trainer_state import trainer_state_block
 from grpo_debug.tools.engine.metric_formats.wandb_summary import wandb_summary
 
 BLOCKS = (skyrl_block, areal_grid, trainer_state_block, markdown_table, wandb_summary)
 BEFORE = (json_step_line, roll_line, prime_rl_line, nemo_rl_line)
-AFTER = (kv_summary,)
+AFTER = (kv_summary, prose_mentions)
 
 __all__ = ["AFTER", "BEFORE", "BLOCKS"]

@@ -64,8 +64,11 @@ def fmt(v: float) -> str:
 
 
 def at(p: Point, axis: str = "step") -> str:
-    """'step 301 (line 302)', 'step 301 (events.out...:17)', or with ``axis='row'`` 'row 2 (line 4)'."""
+    """'step 301 (line 302)', 'step 301 (events.out...:17)', with ``axis='row'`` 'row 2 (line 4)', with
+    ``axis='mention'`` 'line 24'."""
     loc = f"line {p.line}" if p.line is not None else (p.where or "")
+    if axis == "mention":  # a value stated in prose: its line is all there is
+        return loc or "a mention"
     return f"{'row' if axis == 'row' else 'step'} {p.step:g}" + (f" ({loc})" if loc else "")
 
 

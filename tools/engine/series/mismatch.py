@@ -13,7 +13,7 @@ Each framework reports its own statistic, so each has its own bound (key regex o
 
 A statistic fires when at least ``min_points`` of its points exceed the bound, or its last point does, or it has
 fewer than 3 points and one does (a pasted summary), or it is a table of variants (the ``row`` axis: one row per
-backend or config, markdown.py) and any row does. The reported start is the first point above.
+backend or config, markdown.py) or values stated in prose (the ``mention`` axis, prose.py) and any one does. The reported start is the first point above.
 Occasional single spikes that return are allowed (NeMo-RL's guide: "Occasional spikes are acceptable if ... it
 quickly returns").
 """
@@ -62,7 +62,7 @@ def mismatch_jump(run: Run, min_points: int = 2) -> Hit | None:
             continue
         fin = s.finite()
         over = [p for p in fin if p.value > bound]
-        rows = s.axis == "row"  # a table of variants (one row per backend/config), not a time series
+        rows = s.axis in ("row", "mention")  # variants of a table / values stated in prose: not a time series
         if not over or not (rows or len(over) >= min_points or fin[-1].value > bound or len(fin) < 3):
             continue
         first = over[0]
