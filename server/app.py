@@ -52,7 +52,7 @@ def render_rule_markdown(rule):
 
 
 def triage(**kw):
-    from grpo_debug.tools.triage import triage as _t
+    from grpo_debug.tools.rundir import triage_any as _t  # a run folder or metric-store file too
 
     return _t(**kw)
 
@@ -130,7 +130,8 @@ class _Inputs:
         except PathNotAllowed as e:
             raise ToolError(f"`{arg}`: {e}") from None
 
-    def text_or_path(self, text: str, path: str, *, required: bool) -> tuple[str | None, str | None]:
+    def text_or_path(self, text: str, path: str, *, required: bool,
+                     kind: Literal["file", "dir", "any"] = "file") -> tuple[str | None, str | None]:
         """The one input of a text-or-path tool: empty strings count as not given; both is an error, and so
         is neither when ``required``; pasted text is size-checked and a path confined to the allowed roots.
         Call inside ``_guard`` so that an unexpected error names the tool."""
@@ -141,7 +142,7 @@ class _Inputs:
             raise ToolError("give the input: `text` (pasted as a string) or `path` (a file on the server's "
                             "machine); neither was given")
         _check_text(text)
-        return text, (self.confined(path, "path") if path is not None else None)
+        return text, (self.confined(path, "path", kind) if path is not None else None)
 
 
 def _check_estimate(estimate: dict, confined) -> dict:
@@ -222,6 +223,9 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_a
     _register_probe_host(server, inputs, ray_address)
     for spec in FAMILY_SPECS.values():
         _register_family(server, inputs, spec)
+    from grpo_debug.server.run_tools import register_run_tools
+
+    register_run_tools(server, inputs, _guard, _heavy, READ_ONLY)  # plot, compare_runs (server/run_tools.py)
     _register_suggest(server)
     _register_explain_rule(server)
     _register_resources(server)
@@ -277,7 +281,7 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         text: Annotated[OptStr, Field(
             description="The log, config or launch script as text. Omit when giving `path`.")] = "",
         path: Annotated[OptStr, Field(
-            description="Path of a log/config/script file readable by the server. Omit when giving `text`.")] = "",
+            description="A log/config/script file, metric store or run folder readable by the server.")] = "",
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
     ) -> TriageResult:
         """Runs the (synchronous) engine in a worker thread; large files report progress notifications
@@ -298,7 +302,7 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
 
     def _triage_sync(text, path, max_findings, progress) -> TriageResult:
         with _guard("triage"):
-            text, path = inputs.text_or_path(text, path, required=True)
+            text, path = inputs.text_or_path(text, path, required=True, kind="any")  # a run folder too
             try:
                 return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress))
             except InputError as e:

@@ -83,6 +83,8 @@ class Coverage(BaseModel):
     skipped: list[str] = Field(default_factory=list, description="What was skipped and why.")
     unknown_config_keys: list[str] = Field(default_factory=list,
                                            description="Config keys read but used by no rule (first 50).")
+    files: list[str] = Field(default_factory=list,
+                             description="Folder input: each file read and how ('path: kind, lines, series, points').")
 
 
 # Nested results in the tool results below carry a one-level JSON schema: it is what the MCP server publishes

@@ -1,0 +1,97 @@
+"""The run commands of the ``grpo-debug`` command line: ``plot RUN`` and ``compare A B`` (tools/rundir/).
+
+Registered by ``server/cli.py``'s ``build_parser`` through :func:`add_run_parsers`; engines imported on use.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+PROG = "grpo-debug"
+
+
+def _say(s: str, *, err: bool = False, as_json: bool = False) -> None:
+    from grpo_debug.tools.render.safe import json_safe, terminal_safe
+
+    s = json_safe(s) if as_json else terminal_safe(s)
+    (sys.stderr if err else sys.stdout).write(s if s.endswith("\n") else s + "\n")
+
+
+def _input(arg: str) -> dict:
+    """{'text': stdin} for '-', else {'path': arg}."""
+    if arg == "-":
+        return {"text": sys.stdin.buffer.read().decode("utf-8", errors="replace")}
+    return {"path": arg}
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Sparklines of a run's metrics in the terminal; ``--png FILE`` writes the small-multiples PNG."""
+    from grpo_debug.tools.errors import InputError
+    from grpo_debug.tools.rundir.plot import plot_run
+
+    metrics = [m.strip() for m in (args.metrics or "").split(",") if m.strip()] or None
+    try:
+        out = plot_run(**_input(args.run), metrics=metrics, png=bool(args.png), png_path=args.png,
+                       width=args.width)
+    except InputError as e:
+        _say(f"{PROG}: error: {e}", err=True)
+        return 2
+    _say(out.text)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Config facts that differ, the first diverging step, findings one run lacks (B omitted: a two-run paste)."""
+    from grpo_debug.tools.errors import InputError
+    from grpo_debug.tools.rundir.compare import compare_runs
+
+    a = _input(args.a)
+    b = _input(args.b) if args.b else {}
+    kw = {f"a_{k}": v for k, v in a.items()} | {f"b_{k}": v for k, v in b.items()}
+    try:
+        res = compare_runs(**kw)
+    except InputError as e:
+        _say(f"{PROG}: error: {e}", err=True)
+        return 2
+    if args.format == "json":
+        _say(json.dumps(res.model_dump(mode="json"), indent=2, ensure_ascii=False), as_json=True)
+        return 0
+    _say(render_compare(res))
+    return 0
+
+
+def render_compare(res) -> str:
+    """The comparison as text for a person."""
+    out = [f"A: {res.a}", f"B: {res.b}", "", res.summary]
+    if res.config_diff:
+        out += ["", "Config facts that differ (A -> B):"]
+        out += [f"  {d['key']}: {d['a']!r} -> {d['b']!r}" for d in res.config_diff]
+    div = [d for d in res.divergence if d.get("step") is not None]
+    if div:
+        out += ["", "Series that diverge (first step):"]
+        out += [f"  {d['metric']}: step {d['step']:g} (A {d['a']}, B {d['b']}, noise {d['noise']:.3g})" for d in div]
+    for name, items in (("A", res.only_in_a), ("B", res.only_in_b)):
+        if items:
+            out += ["", f"Findings only in {name}:"] + [f"  {x}" for x in items]
+    out += ["", f"Method: {res.method}"]
+    return "\n".join(out)
+
+
+def add_run_parsers(sub) -> None:
+    """The ``plot`` and ``compare`` sub-commands."""
+    pl = sub.add_parser("plot", help="sparklines of a run's metrics; --png FILE writes a PNG (matplotlib)",
+                        description="Unicode sparklines of a run's canonical metrics (min/max/last, non-finite "
+                                    "steps marked); --png FILE writes small multiples with each finding's start.")
+    pl.add_argument("run", metavar="RUN", help="a log, metric store or run folder, or '-' for stdin")
+    pl.add_argument("--metrics", metavar="A,B", help="metric names (canonical or raw keys), comma-separated")
+    pl.add_argument("--png", metavar="FILE", help="write the PNG here (needs pip install 'grpo-debug[plot]')")
+    pl.add_argument("--width", type=int, default=48, help="sparkline width in characters (default 48)")
+    pl.set_defaults(func=cmd_plot)
+    c = sub.add_parser("compare", help="compare two runs: config facts, first diverging step, findings",
+                       description="Compare run A and run B (files, run folders or '-'); with B omitted, A is one "
+                                   "paste holding both runs ([A]/[B] prefixes or two step:1 sequences).")
+    c.add_argument("a", metavar="A")
+    c.add_argument("b", metavar="B", nargs="?")
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.set_defaults(func=cmd_compare)

@@ -1,0 +1,91 @@
+"""MCP tools over whole runs (tools/rundir/): ``plot`` (a short text plus one PNG as image content) and
+``compare_runs``. Registered by ``server/app.py``'s ``build_server`` through :func:`register_run_tools`, which
+passes in the app's guard, heavy-call pool runner and path confinement (this module does not import app.py).
+
+``plot`` has no output schema on purpose: a client drops a tool's content blocks when structured content is
+present, and the PNG must arrive as ``ImageContent``.
+"""
+from __future__ import annotations
+
+import base64
+from typing import Annotated
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ImageContent, TextContent
+from pydantic import Field
+
+from grpo_debug.server.schemas import OptStr
+from grpo_debug.tools.rundir.compare import CompareResult  # the tool's return annotation (light: pydantic only)
+
+def register_run_tools(server, inputs, guard, heavy, annotations) -> None:
+    """Register ``plot`` and ``compare_runs`` on ``server``."""
+    _register_plot(server, inputs, guard, heavy, annotations)
+    _register_compare(server, inputs, guard, heavy, annotations)
+
+
+def _register_plot(server, inputs, guard, heavy, annotations) -> None:
+    @server.tool(name="plot", title="Plot a run's metrics", annotations=annotations, structured_output=False,
+                 description="A run's metrics as one PNG (non-finite steps, finding starts marked) plus "
+                             "sparklines. Give `path` or `text`.")
+    async def plot_tool(
+        text: Annotated[OptStr, Field(description="A pasted log.")] = "",
+        path: Annotated[OptStr, Field(description="A log, metric store or run folder.")] = "",
+        metrics: Annotated[list[str], Field(description="Default: the canonical ones.",
+                                            max_length=12)] = [],  # noqa: B006 - the SDK copies defaults
+    ) -> list[TextContent | ImageContent]:
+        return await heavy(inputs.pool, "plot", lambda: _plot(inputs, guard, text, path, metrics))
+
+
+def _plot(inputs, guard, text, path, metrics) -> list[TextContent | ImageContent]:
+    from grpo_debug.tools.errors import InputError
+    from grpo_debug.tools.rundir.plot import plot_run
+
+    with guard("plot"):
+        text, path = inputs.text_or_path(text, path, required=True, kind="any")
+        names = [str(m)[:200] for m in (metrics or [])][:12] or None
+        try:
+            out = plot_run(text=text, path=path, metrics=names, png=True)
+        except InputError as e:
+            raise ToolError(f"plot: {e}") from None
+        blocks: list[TextContent | ImageContent] = [TextContent(type="text", text=out.text)]
+        if out.png:
+            blocks.append(ImageContent(type="image", data=base64.b64encode(out.png).decode("ascii"),
+                                       mime_type="image/png"))
+        return blocks
+
+
+def _register_compare(server, inputs, guard, heavy, annotations) -> None:
+    @server.tool(name="compare_runs", title="Compare two runs", annotations=annotations,
+                 description="Run A vs run B: config facts that differ, first step a metric diverges beyond "
+                             "noise, findings one run lacks.")
+    async def compare_tool(
+        a: Annotated[OptStr, Field(description="A path (file, store, folder) or pasted text.")] = "",
+        b: Annotated[OptStr, Field(description="Run B likewise; omit when `a` is a paste of both.")] = "",
+    ) -> CompareResult:
+        return await heavy(inputs.pool, "compare_runs", lambda: _compare(inputs, guard, a, b))
+
+
+def _side(inputs, value: str, arg: str) -> dict:
+    """{'text': value} for pasted text (several lines), else {'path': confined}."""
+    from grpo_debug.server.budget import _check_text
+
+    if "\n" in value or len(value) > 4096:
+        _check_text(value)
+        return {"text": value}
+    return {"path": inputs.confined(value, arg, "any")}
+
+
+def _compare(inputs, guard, a: str, b: str):
+    from grpo_debug.tools.errors import InputError
+    from grpo_debug.tools.rundir.compare import compare_runs
+
+    with guard("compare_runs"):
+        if not a:
+            raise ToolError("compare_runs: give `a` (and `b`), each a path or pasted text")
+        kw = {f"a_{k}": v for k, v in _side(inputs, a, "a").items()}
+        if b:
+            kw |= {f"b_{k}": v for k, v in _side(inputs, b, "b").items()}
+        try:
+            return compare_runs(**kw)
+        except InputError as e:
+            raise ToolError(f"compare_runs: {e}") from None

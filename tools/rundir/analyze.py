@@ -1,0 +1,191 @@
+"""Triage of a run folder (or a metric-store file), and the one loader plot and compare share.
+
+``triage_folder(path)``: :func:`~grpo_debug.tools.rundir.discover.find_inputs` -> merge (merge.py) -> the same
+engine as a single-file triage (``tools.triage._result``) -> every line number mapped back to its own file:
+an evidence item's ``line`` is the line in the file its ``source`` names (for a metric store: the store's
+file and the 1-based step line of its listing, whose text names the step and the series). ``coverage.files``
+says which files were read and how; ``coverage.skipped`` which were not and why.
+
+``analyze(text=..., path=...)`` returns an :class:`Analysis` (context, run model, triage result) of a pasted
+text, a file, a store file or a folder.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from grpo_debug.tools.errors import InputError
+
+
+@dataclass
+class Analysis:
+    """One input analysed: ``ctx`` (engine context, its ``run`` the run model), ``result`` (TriageResult),
+    ``label``, and ``merged`` (folder inputs: where each merged line came from) or None."""
+
+    ctx: Any
+    result: Any
+    label: str
+    merged: Any = None
+
+    @property
+    def run(self):
+        return self.ctx.run
+
+    def step_of_line(self, no: int) -> float | None:
+        """The step of the last metric record at or before merged line ``no`` (None before any)."""
+        recs = sorted((r.line, r.step) for r in self.ctx.metrics.records)
+        best = None
+        for ln, st in recs:
+            if ln > no:
+                break
+            best = st
+        return best
+
+
+def is_store_file(path: str) -> bool:
+    from grpo_debug.tools.readers import sniff_file
+
+    try:
+        return os.path.isfile(path) and sniff_file(path) is not None
+    except OSError:
+        return False
+
+
+def _inventory(path: str, limits):
+    from grpo_debug.tools.readers import StoreRef, sniff_file
+    from grpo_debug.tools.rundir.discover import Inventory, find_inputs
+
+    if os.path.isdir(path):
+        return find_inputs(path, limits)
+    inv = Inventory(root=os.path.dirname(os.path.abspath(path)))
+    inv.stores = [StoreRef(os.path.abspath(path), sniff_file(path))]
+    return inv
+
+
+def merge_path(path: str, rules=None, limits=None, progress=None):
+    """The Merged context of a folder or a store file (tools/rundir/merge.py)."""
+    from grpo_debug.skills.loader import default_rules
+    from grpo_debug.tools.rundir.discover import Limits
+    from grpo_debug.tools.rundir.merge import Merged, attach_run, empty_context, merge_stores, merge_texts
+
+    p = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    if not os.path.exists(p):
+        raise InputError(f"{path}: no such file or folder")
+    lim = limits or Limits()
+    inv = _inventory(p, lim)
+    m = Merged(ctx=empty_context(), skipped=list(inv.skipped))
+    merge_texts(m, inv, rules or default_rules(), lim, progress)
+    merge_stores(m, inv, progress)
+    attach_run(m, p)
+    if not m.files:
+        why = "; ".join(m.skipped[:3])
+        raise InputError(f"{path}: no console log, config, launch script or metric store found (looked for "
+                         "*.log/*.out/*.txt, *.yaml/*.json, *.sh, event files, wandb/, mlflow.db, ...)"
+                         + (f"; skipped: {why}" if why else ""))
+    return m, inv
+
+
+def _place(m, no: int, source: str | None) -> tuple[int, str]:
+    loc = m.locate(no)
+    if loc is None:
+        return no, source or ""
+    rel, local, store = loc
+    if store:
+        return local, source or rel
+    return local, rel + (f" [{source}]" if source else "")
+
+
+_LINE_REF = re.compile(r"\(line (\d+)\)")
+
+
+def _line_ref(m, no: int) -> str:
+    """'(train.log line 40)' for merged line ``no`` of a detector's sentence; a store's line: '(its file)'."""
+    loc = m.locate(no)
+    if loc is None:
+        return f"(line {no})"
+    if loc[2]:
+        ln = next((x for x in m.lines if x.no == no), None)
+        return f"({ln.source if ln is not None and ln.source else loc[0]})"
+    return f"({loc[0]} line {loc[1]})"
+
+
+def remap(result, m) -> None:
+    """Map the result's merged line numbers back to (file, line) in place."""
+    for f in result.findings:
+        for e in f.evidence:
+            e.line, e.source = _place(m, e.line, e.source)
+        for s in f.settings:
+            s.line = _place(m, s.line, None)[0]
+        keep = []
+        for ed in f.edits:
+            loc = m.locate(ed.line) if ed.line else None
+            if loc and loc[2]:
+                continue  # a metric store's config cannot be edited in place
+            if loc:
+                ed.line, ed.note = loc[1], (ed.note + f" (in {loc[0]})").strip()
+            keep.append(ed)
+        f.edits = keep
+        for c in f.causes:
+            c.matched = [_LINE_REF.sub(lambda mo: _line_ref(m, int(mo.group(1))), t) for t in c.matched]
+    for e in result.coverage.not_understood_sample:
+        e.line, e.source = _place(m, e.line, e.source)
+    for s in result.metrics.values():
+        if s.first_nonfinite_line is not None:
+            s.first_nonfinite_line = _place(m, s.first_nonfinite_line, None)[0]
+
+
+def _summary(result) -> str:
+    from grpo_debug.tools.triage import _summary as summary
+
+    s = summary(result.findings, result.coverage, None)
+    ev = result.findings[0].evidence[0] if result.findings and result.findings[0].evidence else None
+    if ev is not None and ev.source:
+        s = s.replace(f"Evidence: line {ev.line}:", f"Evidence: {ev.source} line {ev.line}:", 1)
+    return s
+
+
+def triage_folder(path, *, rules=None, max_findings: int = 10, progress=None, limits=None, **kw):
+    """Triage every file of a run folder (or one metric-store file) as one run. ``kw``: passed to the engine's
+    result builder (e.g. ``versions``). Raises InputError for a missing path."""
+    from grpo_debug.tools.triage import _result
+
+    m, _inv = merge_path(path, rules, limits, progress)
+    result = _result(m.ctx, m.lines, label=str(path), skipped=m.skipped, rules=rules, max_findings=max_findings,
+                     lines_read=m.lines_read + sum(s.end - s.start + 1 for s in m.spans if s.store),
+                     bytes_read=m.bytes_read, **{k: v for k, v in kw.items() if v is not None})
+    remap(result, m)
+    result.coverage.files = m.files
+    result.summary = _summary(result)
+    return result
+
+
+def analyze(text: str | None = None, path: str | None = None, *, rules=None, max_findings: int = 20) -> Analysis:
+    """Analyse one input (pasted text, a file, a store file or a folder) for plot and compare."""
+    from grpo_debug.tools.inputs import read_input
+    from grpo_debug.tools.triage import _result, build_context
+
+    if path is not None and text is None and (os.path.isdir(path) or is_store_file(path)):
+        m, _ = merge_path(path, rules)
+        res = _result(m.ctx, m.lines, label=str(path), skipped=m.skipped, rules=rules, max_findings=max_findings,
+                      lines_read=m.lines_read, bytes_read=m.bytes_read)
+        res.coverage.files = m.files
+        return Analysis(m.ctx, res, str(path), m)
+    s, label, skipped, hint = read_input(text, path)
+    ctx, lines = build_context(s, hint)
+    res = _result(ctx, lines, label=label, skipped=skipped, rules=rules, max_findings=max_findings,
+                  lines_read=len(lines), bytes_read=len(s))
+    return Analysis(ctx, res, label)
+
+
+def triage_any(text: str | None = None, path=None, **kw):
+    """What both faces call: a run folder or a metric-store file through :func:`triage_folder`, anything else
+    through ``tools.triage.triage`` (``kw``: rules, max_findings, progress, versions)."""
+    from grpo_debug.tools.triage import triage
+
+    if text is None and path is not None:
+        p = os.path.expanduser(os.fspath(path))
+        if os.path.isdir(p) or is_store_file(p):
+            return triage_folder(p, **kw)
+    return triage(text=text, path=path, **kw)

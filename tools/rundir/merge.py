@@ -1,0 +1,272 @@
+"""Merge what a run folder holds into one engine :class:`~grpo_debug.tools.engine.match.Context`.
+
+Each text file (config, launch script, console log) is read on its own the way a single-file triage reads it
+(``tools.triage.build_context``; a log over ``Limits.stream_bytes`` or compressed through the large-log
+prefilter) and its line numbers are shifted into one numbering. Metric stores come after: each store's console
+lines are read like a log; its config becomes one line per key (a fact each); its series become one line per
+step, ``step N: key=value, ...`` (at most 40 keys a line), whose points go straight into the metric table, so the
+rules, detectors and evidence work unchanged and a store's evidence names the file, the series and the step.
+
+A (key, step) already read from a console log is not added again from a store, nor one already read from an
+earlier store (an MLflow database and its ``mlruns`` copy of the same run); a console series a store fills in
+is put back in step order. W&B's own ``_timestamp``/``_runtime``
+series are left out. DeepSpeed's csv_monitor logs against samples: when the samples advance by a constant ``d``
+from ``d``, the step is samples/d and the line says both.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+
+from grpo_debug.tools.engine.events import Event
+from grpo_debug.tools.engine.facts import Fact, FactSet
+from grpo_debug.tools.engine.match import Context
+from grpo_debug.tools.engine.metrics import MetricTable, Point, Record
+from grpo_debug.tools.engine.normalize import Line
+
+KEYS_PER_LINE = 40
+_STORE_FRAMEWORK = {"verl_jsonl": "verl", "trainer_state": "trl", "deepspeed_csv": "deepspeed"}
+
+
+@dataclass
+class Span:
+    """Merged lines ``start..end`` came from ``rel``; ``store``: synthetic lines of a metric store."""
+
+    start: int
+    end: int
+    rel: str
+    offset: int
+    store: bool = False
+
+
+@dataclass
+class Merged:
+    """The merged context, its lines, where each line came from, and coverage material."""
+
+    ctx: Context
+    lines: list[Line] = field(default_factory=list)
+    spans: list[Span] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    lines_read: int = 0
+    store_kinds: list[str] = field(default_factory=list)
+
+    def locate(self, no: int) -> tuple[str, int, bool] | None:
+        """(file relative to the folder, its own line number, synthetic store line?) of merged line ``no``."""
+        i = bisect.bisect_right([s.start for s in self.spans], no) - 1
+        if i < 0 or no > self.spans[i].end:
+            return None
+        s = self.spans[i]
+        return s.rel, no - s.offset, s.store
+
+
+def empty_context() -> Context:
+    return Context(lines=[], events=[], metrics=MetricTable(), facts=FactSet())
+
+
+def _append(m: Merged, ctx: Context, lines: list[Line], n_lines: int, rel: str, store: bool = False) -> None:
+    """Shift ``ctx`` (numbered 1..n_lines) past the merged lines and add it."""
+    off = m.spans[-1].end if m.spans else 0
+    if n_lines <= 0:
+        return
+    m.spans.append(Span(off + 1, off + n_lines, rel, off, store))
+    m.lines += [dataclasses.replace(ln, no=ln.no + off) for ln in lines]
+    t, mt = m.ctx.metrics, ctx.metrics
+    for k, pts in mt.series.items():
+        t.series.setdefault(k, []).extend(Point(p.step, p.value, p.line + off) for p in pts)
+    t.records += [Record(r.fmt, r.step, r.line + off, r.keys) for r in mt.records]
+    t.formats |= mt.formats
+    t.lines |= {n + off for n in mt.lines}
+    if hasattr(t, "axes"):
+        t.axes.update(getattr(mt, "axes", {}))
+    fs = m.ctx.facts
+    fs.facts += [Fact(f.key, f.value, f.line + off, f.origin, f.text) for f in ctx.facts.facts]
+    fs.formats |= ctx.facts.formats
+    fs.command_lines |= {n + off for n in ctx.facts.command_lines}
+    m.ctx.events += [Event(e.kind, [n + off for n in e.lines], e.text, e.fields) for e in ctx.events]
+
+
+def _read_text(t, rb, lim, progress=None) -> tuple[Context, list[Line], int, str, list[str]]:
+    """(context, lines, line count, how, notes) of one text file."""
+    from grpo_debug.tools.inputs import is_compressed, read_input
+    from grpo_debug.tools.triage import build_context
+
+    from pathlib import Path
+
+    p = Path(t.path)
+    if t.role == "log" and (t.size > lim.stream_bytes or is_compressed(p)):
+        return _read_sparse(p, rb)
+    s, _label, notes, hint = read_input(None, t.path)
+    ctx, lines = build_context(s, hint)
+    return ctx, lines, len(lines), t.role, notes
+
+
+def _read_sparse(p, rb) -> tuple[Context, list[Line], int, str, list[str]]:
+    from grpo_debug.tools.engine.facts import extract_facts
+    from grpo_debug.tools.engine.large_logs import scan_file
+    from grpo_debug.tools.engine.metrics import extract_metrics
+    from grpo_debug.tools.engine.normalize import normalize_line
+    from grpo_debug.tools.triage import _events, rule_patterns
+
+    sparse = scan_file(p, [pat for pat, _ in rule_patterns(rb)])
+    lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
+    metrics = extract_metrics(lines)
+    ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
+    how = f"log, streamed ({sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept)"
+    return ctx, lines, sparse.total_lines, how, (["read up to the decompression cap"] if sparse.capped else [])
+
+
+def merge_texts(m: Merged, inv, rb, lim, progress=None) -> None:
+    """Read every text input of the inventory into ``m`` (a bound on total bytes is a skipped note)."""
+    total = sum(t.size for t in inv.texts)
+    for t in inv.texts:
+        if m.bytes_read + min(t.size, lim.stream_bytes) > lim.max_total_bytes:
+            m.skipped.append(f"{t.rel}: not read (more than {lim.max_total_bytes >> 20} MiB of text read in all)")
+            continue
+        try:
+            ctx, lines, n, how, notes = _read_text(t, rb, lim)
+        except Exception as e:  # noqa: BLE001 - one unreadable file must not stop the others
+            m.skipped.append(f"{t.rel}: cannot read ({type(e).__name__}: {str(e)[:120]})")
+            continue
+        _append(m, ctx, lines, n, t.rel)
+        m.bytes_read += t.size
+        m.lines_read += n
+        what = [how, f"{n} lines"]
+        if ctx.metrics.lines:
+            what.append(f"{len(ctx.metrics.lines)} metric lines")
+        if ctx.facts.facts:
+            what.append(f"{len(ctx.facts)} config facts")
+        if ctx.events:
+            what.append(f"{len(ctx.events)} events")
+        m.files.append(f"{t.rel}: " + ", ".join(what) + "".join(f"; {x}" for x in notes))
+        if progress:
+            progress(m.bytes_read, total)
+
+
+def _fmt(v: float) -> str:
+    return str(v).lower() if not math.isfinite(v) else f"{v:.6g}"
+
+
+def _samples_step(xs: list[float]) -> float | None:
+    """The samples-per-step d when xs = d, 2d, 3d, ... (DeepSpeed csv_monitor), else None."""
+    xs = sorted(set(xs))
+    if len(xs) < 2 or xs[0] <= 0:
+        return None
+    d = xs[0]
+    return d if all(abs(x / d - round(x / d)) < 1e-9 for x in xs) else None
+
+
+def _store_series_lines(m: Merged, run, rel: str, have: set[tuple[str, float]]) -> list[tuple[str, str, float, dict]]:
+    """(text, source, step, values) per synthetic line of one store run's series."""
+    by_x: dict[tuple[str, float], dict[str, tuple[float, str]]] = {}
+    for key, s in run.series.items():
+        if run.kind == "wandb" and key.startswith("_"):
+            continue
+        for x, v, where in s.points:
+            by_x.setdefault((s.axis, x), {})[key] = (v, where)
+    per = {}
+    for axis in {a for a, _ in by_x}:
+        per[axis] = _samples_step([x for a, x in by_x if a == axis]) if axis == "samples" else None
+    out = []
+    for (axis, x), vals in sorted(by_x.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        d = per.get(axis)
+        step = x / d if d else x
+        label = f"step {step:g} (samples {x:g})" if d else (f"samples {x:g}" if axis == "samples" else f"step {step:g}")
+        keep = {k: vw for k, vw in vals.items() if (k, step) not in have}
+        have |= {(k, step) for k in keep}
+        items = sorted(keep.items())
+        for i in range(0, len(items), KEYS_PER_LINE):
+            chunk = items[i:i + KEYS_PER_LINE]
+            where = chunk[0][1][1].split("#")[0].split(" ")[0]
+            src = rel if rel.endswith(where) or not where else f"{rel}/{where}"
+            text = f"{label}: " + ", ".join(f"{k}={_fmt(v)}" for k, (v, _) in chunk)
+            out.append((text, src, step, {k: v for k, (v, _) in chunk}))
+    return out
+
+
+def merge_store(m: Merged, run, rel: str, have: set[tuple[str, float]]) -> None:
+    """Add one StoreRun: console lines as a log, config as facts, series as step lines."""
+    from grpo_debug.tools.triage import build_context
+
+    if run.console:
+        ctx, lines = build_context("\n".join(run.console))
+        _append(m, ctx, lines, len(lines), f"{rel} (console)")
+        have |= {(k, p.step) for k, pts in ctx.metrics.series.items() for p in pts}
+    ctx = empty_context()
+    lines: list[Line] = []
+    for k, v in run.config.items():
+        if isinstance(v, (dict, list)) and not v:
+            continue
+        text = f"{k}: {v}"[:2000]
+        lines.append(Line(len(lines) + 1, text, text, rel))
+        ctx.facts.add(str(k), v, len(lines), "store", text)
+    rows = _store_series_lines(m, run, rel, have)
+    for text, src, step, vals in rows:
+        lines.append(Line(len(lines) + 1, text, text, src))
+        ctx.metrics.add(run.kind, step, len(lines), vals)
+    _append(m, ctx, lines, len(lines), rel, store=True)
+    n_pts = sum(len(v) for *_, v in rows)
+    what = f"{run.kind} store" + (f" run {run.run_id}" if run.run_id else "")
+    what += f", {len({k for *_, v in rows for k in v})} series, {n_pts} points, {len(run.config)} config keys"
+    if run.console:
+        what += f", {len(run.console)} console lines"
+    if run.exit_code is not None:
+        what += f", exit code {run.exit_code}"
+    m.files.append(f"{rel}: {what}" + "".join(f"; {n}" for n in run.notes[:3]))
+    if run.kind not in m.store_kinds:
+        m.store_kinds.append(run.kind)
+
+
+def merge_stores(m: Merged, inv, progress=None) -> None:
+    """Read every store of the inventory into ``m``."""
+    from grpo_debug.tools.readers import read_store
+
+    series = m.ctx.metrics.series
+    have = {(k, p.step) for k, pts in series.items() for p in pts}
+    stores_from = m.spans[-1].end if m.spans else 0
+    for ref in inv.stores:
+        rel = inv.rel(ref.path)
+        try:
+            runs = read_store(ref.path)
+        except Exception as e:  # noqa: BLE001 - read_store already guards each reader; belt and braces
+            m.skipped.append(f"{rel}: {ref.kind} store unreadable ({type(e).__name__}: {str(e)[:120]})")
+            continue
+        for run in runs:
+            merge_store(m, run, rel, have)
+            try:
+                m.bytes_read += os.path.getsize(ref.path) if os.path.isfile(ref.path) else 0
+            except OSError:
+                pass
+    store_lines = {n for sp in m.spans if sp.store for n in range(sp.start, sp.end + 1)}
+    for pts in series.values():  # a console series a store filled in: back in step order
+        lines = {p.line for p in pts}
+        if lines & store_lines and any(n <= stores_from or n not in store_lines for n in lines):
+            pts.sort(key=lambda p: p.step)
+
+
+def attach_run(m: Merged, source: str = "<folder>") -> None:
+    """Build the context's run model once (as ``tools.run.build.build_run`` does), the frameworks the store kinds
+    imply (as ``from_store`` does) known before the series are named, so their aliases apply."""
+    from grpo_debug.tools.run.build import add_facts, add_table
+    from grpo_debug.tools.run.frameworks import detect
+    from grpo_debug.tools.run.model import FrameworkHit, Run
+    from grpo_debug.tools.run.samples import extract_samples
+
+    m.ctx.lines = m.lines
+    m.ctx.events.sort(key=lambda e: (e.line, e.kind != "traceback"))
+    fws = detect(m.lines, m.ctx.facts, m.ctx.metrics.formats)
+    for kind in m.store_kinds:
+        fw = _STORE_FRAMEWORK.get(kind)
+        if fw and not any(h.name == fw for h in fws):
+            fws.append(FrameworkHit(name=fw, evidence=[f"{kind} store"], score=2))
+    fws.sort(key=lambda h: -h.score)
+    run = Run(source=source, frameworks=fws, events=list(m.ctx.events))
+    add_table(run, m.ctx.metrics)
+    add_facts(run, m.ctx.facts)
+    run.samples = extract_samples(m.lines)
+    run.formats |= set(m.store_kinds)
+    m.ctx._run = run
