@@ -11,8 +11,8 @@ is pure Python over bounded lines (linear regexes), so the exception lands withi
 code has to poll. Cancelled derives from BaseException so that no ``except Exception`` in the engine
 swallows it; every job ends in one idempotent ``_finish``, so a late delivery cannot lose a job.
 
-Settings: ``serve --workers / --queue / --call-timeout`` or GRPO_DEBUG_WORKERS / GRPO_DEBUG_QUEUE /
-GRPO_DEBUG_CALL_TIMEOUT.
+Settings (the server's environment): GRPO_DEBUG_WORKERS, GRPO_DEBUG_QUEUE, GRPO_DEBUG_CALL_TIMEOUT; or
+``build_server(limits=Limits(...))``.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Limits:
 
     @classmethod
     def from_env(cls, **given: Any) -> "Limits":
-        """Limits from the serve flags (``given``, None = not given), else the environment, else defaults."""
+        """Limits from ``given`` (None = not given), else the environment, else defaults."""
         d = cls()
         vals = {"workers": _env_num(WORKERS_ENV, d.workers, int), "queue": _env_num(QUEUE_ENV, d.queue, int),
                 "call_timeout": _env_num(TIMEOUT_ENV, d.call_timeout)}
