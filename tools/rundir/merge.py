@@ -8,8 +8,8 @@ step, ``step N: key=value, ...`` (at most 40 keys a line), whose points go strai
 rules, detectors and evidence work unchanged and a store's evidence names the file, the series and the step.
 
 A (key, step) already read from a console log is not added again from a store, nor one already read from an
-earlier store (an MLflow database and its ``mlruns`` copy of the same run); a console series a store fills in
-is put back in step order. W&B's own ``_timestamp``/``_runtime``
+earlier store (an MLflow database and its ``mlruns`` copy of the same run); a series that stores fill in (a
+console series, checkpoint-50 then checkpoint-70's trainer_state.json) is put back in step order. W&B's own ``_timestamp``/``_runtime``
 series are left out. DeepSpeed's csv_monitor logs against samples: when the samples advance by a constant ``d``
 from ``d``, the step is samples/d and the line says both.
 """
@@ -241,10 +241,10 @@ def merge_stores(m: Merged, inv, progress=None) -> None:
                 m.bytes_read += os.path.getsize(ref.path) if os.path.isfile(ref.path) else 0
             except OSError:
                 pass
-    store_lines = {n for sp in m.spans if sp.store for n in range(sp.start, sp.end + 1)}
-    for pts in series.values():  # a console series a store filled in: back in step order
-        lines = {p.line for p in pts}
-        if lines & store_lines and any(n <= stores_from or n not in store_lines for n in lines):
+    starts = [sp.start for sp in m.spans]
+    for pts in series.values():  # a series filled in from several files or stores: back in step order
+        if any(b.step < a.step for a, b in zip(pts, pts[1:])) and len(
+                {bisect.bisect_right(starts, p.line) for p in pts}) > 1 and pts[-1].line > stores_from:
             pts.sort(key=lambda p: p.step)
 
 
