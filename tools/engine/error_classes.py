@@ -231,6 +231,18 @@ def _classes() -> tuple[ErrorClass, ...]:
                       "    yield\n"
                       "httpx.ReadTimeout: timed out"),)),
         ErrorClass(
+            "weight_update_timeout", "collective_hang", "The weight update request to the server timed out",
+            types=r"^(?:ReadTimeout|WriteTimeout|TimeoutException|Timeout|ServerTimeoutError|APITimeoutError|"
+                  r"TimeoutError)$",
+            context=r"(?i)updat\w* (?:the )?weights?|update_weights?|weight[ _-]?(?:sync|update|broadcast)|"
+                    r"broadcast\w* weights",
+            cause="A timeout raised while the trainer pushed new weights to the inference server (HTTP or a weight "
+                  "broadcast): the client timeout is shorter than the weight load, or the server stopped.",
+            check="the client timeout on the update_weights call (admin client), the server's log during the update, "
+                  "and how long a weight load takes for this model size.",
+            source="encode/httpx httpx/_exceptions.py ReadTimeout; asyncio TimeoutError around the update call",
+            examples=("httpx.ReadTimeout: timed out while POST /update_weights",)),
+        ErrorClass(
             "http_timeout", "port_conflict", "An HTTP request to a server timed out",
             types=r"^(?:ReadTimeout|ConnectTimeout|WriteTimeout|PoolTimeout|TimeoutException|Timeout|"
                   r"ServerTimeoutError|APITimeoutError)$",
