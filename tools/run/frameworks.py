@@ -52,9 +52,8 @@ def _code_mentions(lines, hits: dict[str, FrameworkHit]) -> None:
     seen: dict[str, int] = {}
     for ln in lines:
         t = ln.text
-        if len(t) < 4 or ("/" not in t and "import" not in t and "-m " not in t and "--module " not in t
-                          and "\\" not in t):
-            continue
+        if len(t) < 6 or (".py" not in t and "import " not in t and "-m " not in t and "--module " not in t):
+            continue  # a module path is in a traceback frame (.py), an import or an entry point
         for m in _CODE_MENTION.finditer(t):
             name = next((k for rx, k in _NAME_OF if rx.match(m.group(1))), None)
             if name is None or seen.get(name, 0) >= MAX_EVIDENCE_LINES:

@@ -164,6 +164,18 @@ class Run:
         s.points.append(point)
         return s
 
+    def extend(self, name: str, points: list[Point], *, axis: str = "step", canonical: bool = False) -> Series:
+        """Append many points (of one or several raw keys) to series ``name``; same as add_point in a loop."""
+        s = self.series.get(name)
+        if s is None:
+            s = self.series[name] = Series(name=name, axis=axis, canonical=canonical)
+        for k in dict.fromkeys(p.raw_key for p in points):
+            if k not in s.raw_keys:
+                s.raw_keys.append(k)
+                self._raw.setdefault(k, name)
+        s.points.extend(points)
+        return s
+
     def facts_of(self, name: str) -> list[ConfigFact]:
         """Every fact under canonical ``name`` or with raw key ``name`` (also matching a dotted suffix
         ``.name``, case-insensitive), in input order."""
