@@ -463,35 +463,28 @@ def _register_triage_prompt(server: MCPServer) -> None:
 
 
 def _register_trigger_prompts(server: MCPServer) -> None:
-    """One guided flow per seed trigger group (skills/triggers.yaml `prompt`), e.g. debug_nan."""
+    """One guided flow per seed trigger group (skills/flows.yaml, the same steps as SKILL.md), e.g. debug_nan:
+    triage on the evidence first, then the trigger's own steps, then the rule page and the exact change."""
+    from grpo_debug.skills.flows import flow_steps, flows
     from grpo_debug.skills.knowledge import triggers
 
-    groups: dict[str, list] = {}
+    phrases: dict[str, list[str]] = {}
     for t in triggers():
         if t.prompt:
-            groups.setdefault(t.prompt, []).append(t)
-    for name, ts in groups.items():
-        first = ts[0]
-        phrases = ", ".join(t.phrase for t in ts)
-        step1 = (f"Call `{first.tool}`" + (f" with operation `{first.operation}`" if first.operation else "")
-                 + " on the details below (a log or config goes in `text`, or give `path`).")
+            phrases.setdefault(t.prompt, []).append(t.phrase)
+    for name, flow in flows().items():
+        said = ", ".join(phrases.get(name, [])) or flow.title
 
-        def make(name=name, phrases=phrases, step1=step1):
+        def make(name=name, said=said):
             def prompt(details: str = "") -> str:
-                return (f"The user reports: {phrases}. Diagnose it with grpo-debug.\n"
-                        f"1. {step1}\n"
-                        "2. If a log or config is available, also call `triage` on it; trust findings whose evidence "
-                        "lines you can read in the input.\n"
-                        "3. For the top cause call `explain_rule` (mechanism, fix safety, sources and whether they are "
-                        "verified) and `knowledge_map` with operation `theory` for the math behind it.\n"
-                        "4. Propose the exact change (key/flag and value) and the next check that would confirm it; say "
-                        "when a cause rests on unverified sources.\n\n"
+                steps = "\n".join(f"{i}. {s}" for i, s in enumerate(flow_steps(name), 1))
+                return (f"The user reports: {said}. Diagnose it with grpo-debug.\n{steps}\n\n"
                         f"Details from the user:\n{details}")
             prompt.__name__ = name
             return prompt
 
         server.prompt(name=name, title=name.replace("_", " ").capitalize(),
-                      description=f"Guided flow for: {phrases}.")(make())
+                      description=f"Guided flow for: {said}.")(make())
 
 
 def _register_completion_and_logging(server: MCPServer) -> None:

@@ -130,7 +130,8 @@ def test_seed_command_lines(family, tmp_path):
 def test_suggest_routes_seed_triggers():
     from grpo_debug.tools.suggest import suggest
 
-    assert suggest("loss plateau with Muon").tools[0].tool == "muon_clipping"
+    assert "muon_clipping" in [t.tool for t in suggest("loss plateau with Muon").tools[:2]]
+    assert "muon_clipping" not in [t.tool for t in suggest("loss plateau").tools]  # Muon only when named
     assert suggest("is record_stream needed?").tools[0].tool == "stream_safety"
     assert suggest("Traceback (most recent call last):\n  File x\nRuntimeError: CUDA error: an illegal memory access").tools[0].tool == "triage"
     for t in triggers():
