@@ -1,4 +1,5 @@
-"""The run commands of the ``grpo-debug`` command line: ``plot RUN`` and ``compare A B`` (tools/rundir/).
+"""The run commands of the ``grpo-debug`` command line: ``plot RUN``, ``compare A B`` and fleet triage
+(``triage PATH... --jobs N`` / ``--ray-address ADDR``), all over tools/rundir/.
 
 Registered by ``server/cli.py``'s ``build_parser`` through :func:`add_run_parsers`; engines imported on use.
 """
@@ -78,8 +79,42 @@ def render_compare(res) -> str:
     return "\n".join(out)
 
 
+def cmd_fleet(args: argparse.Namespace) -> int:
+    """Fleet triage: one JSON line per run as it finishes, then ``{"summary": ...}`` grouped by rule."""
+    from grpo_debug.tools.rundir.fleet import fleet
+
+    paths = [args.path, *args.more]
+    if "-" in paths:
+        _say(f"{PROG}: error: '-' (stdin) cannot be one of several runs; give files or folders", err=True)
+        return 2
+    summary = fleet(paths, jobs=max(1, args.jobs or 1), ray_address=args.ray_address,
+                    emit=lambda line: _say(line, as_json=True))
+    _say(json.dumps({"summary": summary}, ensure_ascii=False), as_json=True)
+    return 0 if summary["runs"] and not summary["failed"] else 1
+
+
+def _extend_triage(sub) -> None:
+    """``triage PATH... --jobs N [--ray-address ADDR]``: the triage sub-command takes more paths; with several,
+    or with --jobs / --ray-address, it runs fleet triage (tools/rundir/fleet.py), else the single triage."""
+    t = sub.choices.get("triage")
+    if t is None:
+        return
+    t.add_argument("more", nargs="*", metavar="PATH", help="more runs: fleet triage, one JSON line per run")
+    t.add_argument("--jobs", type=int, metavar="N", help="fleet triage on N worker processes")
+    t.add_argument("--ray-address", metavar="ADDR", help="fleet triage on a Ray cluster, one task per node")
+    single = t.get_default("func")
+
+    def route(args: argparse.Namespace) -> int:
+        if args.path and (args.more or args.jobs or args.ray_address):
+            return cmd_fleet(args)
+        return single(args)
+
+    t.set_defaults(func=route)
+
+
 def add_run_parsers(sub) -> None:
-    """The ``plot`` and ``compare`` sub-commands."""
+    """The ``plot`` and ``compare`` sub-commands, and fleet triage on the ``triage`` one."""
+    _extend_triage(sub)
     pl = sub.add_parser("plot", help="sparklines of a run's metrics; --png FILE writes a PNG (matplotlib)",
                         description="Unicode sparklines of a run's canonical metrics (min/max/last, non-finite "
                                     "steps marked); --png FILE writes small multiples with each finding's start.")

@@ -235,3 +235,43 @@ def test_analyze_of_text_and_folder_share_one_run_model():
     a = analyze(path=str(STORES / "wandb_run"))
     assert a.run.series_of("grad_norm") is not None and a.merged is not None
     assert [p.step for p in a.run.series_of("grad_norm").points][:3] == [1.0, 2.0, 3.0]  # console + store in order
+
+
+# ---- fleet
+
+def _fleet_dir(tmp_path, n=6) -> Path:
+    logs = sorted((Path(__file__).parent / "data").rglob("*.log"))[:3]
+    for i in range(n):
+        shutil.copy(logs[i % len(logs)], tmp_path / f"run{i}.log")
+    return tmp_path
+
+
+def test_fleet_jobs_writes_one_json_line_per_run_and_a_summary(tmp_path, capsys):
+    from grpo_debug.server.cli import main
+
+    d = _fleet_dir(tmp_path)
+    (d / "empty").mkdir()
+    assert main(["triage", str(d), "--jobs", "2"]) == 1  # the empty folder is a failed run
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    runs, summary = rows[:-1], rows[-1]["summary"]
+    assert len(runs) == 7 and summary["runs"] == 7 and summary["failed"] == 1
+    assert {r["path"] for r in runs if r["ok"]} == {str(d / f"run{i}.log") for i in range(6)}
+    assert all(g["runs"] >= 1 and g["paths"] for g in summary["by_rule"].values())
+    assert main(["triage", str(d / "run0.log"), str(d / "run1.log")]) == 0  # several paths: fleet too
+
+
+@pytest.mark.slow
+def test_fleet_on_a_local_ray_instance(tmp_path, monkeypatch):
+    pytest.importorskip("ray")
+    from grpo_debug.tools.rundir.fleet import fleet
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    d = _fleet_dir(tmp_path, 3)
+    lines: list[str] = []
+    runs = [str(d / f"run{i}.log") for i in range(3)] + [str(tmp_path / "missing.log")]
+    summary = fleet(runs, ray_address="local", emit=lines.append)
+    rows = [json.loads(x) for x in lines]
+    assert sum(r["ok"] for r in rows) == 3 and all(r.get("node") for r in rows if r["ok"])
+    assert any(r["path"].endswith("missing.log") and r["error"] == "not found on any node" for r in rows)
+    assert summary["failed"] == 1
