@@ -264,6 +264,24 @@ def _register_family(server: MCPServer, inputs: _Inputs, spec: FamilySpec) -> No
     server.tool(name=family, title=spec.title, description=spec.description, annotations=READ_ONLY)(tool)
 
 
+_VERSIONS_DOC = "The run's versions, e.g. verl=0.9.0,deepspeed=0.19.5; `host` adds the server's installed ones."
+
+
+def _check_versions(versions: str | None) -> str | None:
+    """The ``versions`` argument validated (a ToolError names the bad item); None when empty."""
+    from grpo_debug.tools.run.versions import parse_versions_arg
+
+    if not versions:
+        return None
+    if len(versions) > 2000:
+        raise ToolError("`versions`: longer than 2000 characters")
+    try:
+        parse_versions_arg(versions)
+    except ValueError as e:
+        raise ToolError(f"`versions`: {str(e).removeprefix('versions: ')}") from None
+    return versions
+
+
 def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
     """The ``triage`` tool: a log, config or launch script in, findings out."""
     @server.tool(
@@ -283,6 +301,7 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         path: Annotated[OptStr, Field(
             description="A log/config/script file, metric store or run folder readable by the server.")] = "",
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
+        versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
     ) -> TriageResult:
         """Runs the (synchronous) engine in a worker thread; large files report progress notifications
         (bytes read / bytes total) to clients that sent a progress token."""
@@ -298,13 +317,15 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
             except Exception:  # noqa: BLE001 - progress is best-effort; never fail a triage for it
                 pass
 
-        return await _heavy(inputs.pool, "triage", lambda: _triage_sync(text, path, max_findings, progress))
+        return await _heavy(inputs.pool, "triage", lambda: _triage_sync(text, path, max_findings, progress, versions))
 
-    def _triage_sync(text, path, max_findings, progress) -> TriageResult:
+    def _triage_sync(text, path, max_findings, progress, versions) -> TriageResult:
         with _guard("triage"):
             text, path = inputs.text_or_path(text, path, required=True, kind="any")  # a run folder too
+            versions = _check_versions(versions)
             try:
-                return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress))
+                return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress,
+                                           versions=versions))
             except InputError as e:
                 raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from e
 
@@ -318,16 +339,18 @@ def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
     async def check_config_tool(
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(description="A config or script file to read instead.")] = "",
+        versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
     ) -> TriageResult:
-        return await _heavy(inputs.pool, "check_config", lambda: _check_sync(text, path))
+        return await _heavy(inputs.pool, "check_config", lambda: _check_sync(text, path, versions))
 
-    def _check_sync(text, path) -> TriageResult:
+    def _check_sync(text, path, versions) -> TriageResult:
         from grpo_debug.tools.check_config import ConfigParseError, check_config
 
         with _guard("check_config"):
             text, path = inputs.text_or_path(text, path, required=True)
+            versions = _check_versions(versions)
             try:
-                return bound_triage(check_config(text=text, path=path))
+                return bound_triage(check_config(text=text, path=path, versions=versions))
             except (InputError, ConfigParseError) as e:
                 raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from None
 

@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from grpo_debug.server import example_names, example_path, find_skill_md, version
+from grpo_debug.server.cli_versions import add_versions_arg
 
 PROG = "grpo-debug"
 DEFAULT_EXAMPLE = "verl_grpo_nan"
@@ -100,7 +101,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
             def progress(done: int, total: int | None) -> None:
                 bar.update(task, completed=done)
     try:
-        result = triage(text=text, path=path, max_findings=args.max_findings, progress=progress)
+        result = triage(text=text, path=path, max_findings=args.max_findings, progress=progress, versions=args.versions)
     except InputError as e:
         hint = f"; or pipe the text in with '{PROG} triage -'" if "no such file" in str(e) else ""
         raise CliError(f"{e}{hint}") from e
@@ -145,7 +146,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.fix and path is None:
         raise CliError("--fix writes the file in place: give a PATH, not '-' (use --diff for stdin)")
     try:
-        result = check_config(text=text, path=path, max_findings=args.max_findings)
+        result = check_config(text=text, path=path, max_findings=args.max_findings, versions=args.versions)
     except (InputError, ConfigParseError) as e:
         raise CliError(str(e)) from e
     if args.fix or args.diff:
@@ -494,6 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--format", choices=("text", "json"), default="text")
     t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
                    help="at most N findings (1-100, default 10)")
+    add_versions_arg(t)
     t.set_defaults(func=cmd_triage)
 
     c = sub.add_parser("check", help="check a config or launch script: what the settings will cause, exact edits",
@@ -502,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("path", metavar="PATH", help="file to read, or '-' for stdin")
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
+    add_versions_arg(c)
     c.add_argument("--diff", action="store_true",
                    help="print the edits as one unified diff (apply it with: patch -p0 PATH < the.diff)")
     c.add_argument("--fix", action="store_true",

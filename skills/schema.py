@@ -182,13 +182,18 @@ class VersionRange(_Strict):
     (PEP 440 as on PyPI: ``0.7.0``, ``0.19.3``; Megatron's ``core_v0.18.0`` tag is written ``0.18.0``).
     ``checked``: the releases the knowledge audit (scripts/audit_knowledge.py) looked at, or how the
     bounds were confirmed (a PR, a tag); ``note``: what the bounds rest on, or why one is unknown.
-    Matching by version is not done here: a rule with no range for a framework claims every release.
+    A rule with no range for a framework claims every release. Gating by the run's version:
+    ``tools/engine/version_gate.py``.
     """
 
     introduced_in: str = ""
     fixed_in: str = ""
     checked: list[str] = Field(default_factory=list)
     note: str = ""
+    when: list[Signal] = Field(default_factory=list, description=(
+        "Signals (as in match) that pick the case the range is about, e.g. a key left to its default: "
+        "{kind: config, key: gradient_clipping, op: missing}. When one does not hold, the range does not gate "
+        "(the rule's other case holds in every release). tools/engine/version_gate.py"))
 
     @model_validator(mode="after")
     def _ordered(self) -> "VersionRange":

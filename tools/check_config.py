@@ -64,11 +64,12 @@ def _check_shell(s: str, label: str) -> None:
 
 
 def check_config(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
-                 max_findings: int = 20) -> TriageResult:
+                 max_findings: int = 20, versions=None) -> TriageResult:
     """Check a config (verl/Hydra YAML, DeepSpeed JSON, accelerate YAML, TRL/HF args) or a launch script.
 
     Returns the triage contract: each finding's symptom is what the setting will cause, its evidence the
-    config lines, its ``patch`` the new values and ``edits`` the exact replacement lines.
+    config lines, its ``patch`` the new values and ``edits`` the exact replacement lines. ``versions``: as in
+    :func:`grpo_debug.tools.triage.triage` (``"verl=0.9.0,deepspeed=0.19.5"``, ``host``).
 
     Raises:
         InputError: unreadable input (see triage).
@@ -81,7 +82,7 @@ def check_config(text: str | None = None, path: str | os.PathLike | None = None,
     elif fmt == "sh":
         _check_shell(s, label)
     res = triage_text(s, label=label, hint=fmt if fmt in ("yaml", "json") else None, skipped=skipped, rules=rules,
-                      max_findings=max_findings)
+                      max_findings=max_findings, versions=versions)
     _add_diff(res, s, label)
     if not res.findings:
         res.summary = (f"No rule flags these settings ({res.coverage.config_facts} settings read; "

@@ -85,6 +85,8 @@ class Coverage(BaseModel):
                                            description="Config keys read but used by no rule (first 50).")
     files: list[str] = Field(default_factory=list,
                              description="Folder input: each file read and how ('path: kind, lines, series, points').")
+    versions: list[str] = Field(default_factory=list,
+                                description="Framework versions the rules were gated by, each with its source.")
 
 
 # Nested results in the tool results below carry a one-level JSON schema: it is what the MCP server publishes

@@ -178,14 +178,15 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
             for n in h.lines:
                 if n not in nos:
                     nos.append(n)
-        causes = [Cause(rule_id=h.rule.id, title=h.rule.title, confidence=h.rule.confidence, why=h.rule.why,
+        causes = [Cause(rule_id=h.rule.id, title=h.rule.title, confidence=h.confidence or h.rule.confidence,
+                        why=h.rule.why,
                         fix=h.rule.fix.summary, verified=h.rule.verified, matched=[r.note for r in h.results][:4])
                   for h in hs[:4]]
         focus = [f for h in hs for r in h.results for f in r.focus]
         direct = any(r.kind == "event" and symptom in _DIRECT.get(r.note.split(" ", 1)[0], set())
                      for h in hs for r in h.results) or any(
             r.kind == "detector" and symptom == "nan_inf" and "non-finite" in r.note for h in hs for r in h.results)
-        confidence = "high" if direct else top.rule.confidence
+        confidence = "high" if direct else (top.confidence or top.rule.confidence)
         key = next((n for kinds in (("event", "detector"), ("check", "regex", "config"))
                     for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
@@ -244,20 +245,21 @@ def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> 
 
 
 def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipped: list[str] | None = None,
-                rules: RuleBase | None = None, max_findings: int = 10) -> TriageResult:
+                rules: RuleBase | None = None, max_findings: int = 10, versions=None) -> TriageResult:
     """Triage decoded text. Pure: no I/O. See :func:`triage` for the arguments."""
     if s.count("\n") > MAX_DENSE_LINES:  # every line through every extractor would cost minutes: prefilter it
         import io
 
         return triage_stream(io.BytesIO(s.encode("utf-8", "replace")), rules=rules, max_findings=max_findings,
                              label=label, skipped=list(skipped or []) + [f"more than {MAX_DENSE_LINES} lines: read "
-                                                                         "through the large-log prefilter"])
+                                                                         "through the large-log prefilter"],
+                             versions=versions)
     ctx, lines = build_context(s, hint)
     skipped = list(skipped or [])
     if not s.strip():
         skipped.append("the input is empty")
     return _result(ctx, lines, label=label, skipped=skipped, rules=rules, max_findings=max_findings,
-                   lines_read=len(lines), bytes_read=len(s.encode("utf-8", "replace")))
+                   lines_read=len(lines), bytes_read=len(s.encode("utf-8", "replace")), versions=versions)
 
 
 def rule_patterns(rb: RuleBase) -> list[tuple[str, bool]]:
@@ -268,11 +270,15 @@ def rule_patterns(rb: RuleBase) -> list[tuple[str, bool]]:
 
 
 def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], rules: RuleBase | None,
-            max_findings: int, lines_read: int, bytes_read: int, streamed: bool = False) -> TriageResult:
+            max_findings: int, lines_read: int, bytes_read: int, streamed: bool = False, versions=None) -> TriageResult:
+    from grpo_debug.tools.engine.version_gate import annotate, attach_versions
+
     rb = rules or default_rules()
     ctx.patterns = rule_patterns(rb)
+    attach_versions(ctx, rb, versions)  # the run's framework versions gate rules (engine/version_gate.py)
     hits = [h for r in rb if (h := evaluate(r, ctx)) is not None]
     keyed = _group(hits, ctx, lines)
+    annotate([f for f, _ in keyed], hits, ctx)
     from grpo_debug.tools.error_findings import error_findings
 
     keyed += [(f, f.evidence[0].line if f.evidence else None) for f in error_findings(ctx, line_map(lines), [f for f, _ in keyed])]
@@ -293,7 +299,7 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
         metric_lines=len(ctx.metrics.lines), event_lines=len({n for e in ctx.events for n in e.lines}),
         config_facts=len(ctx.facts), lines_not_understood=n_not,
         not_understood_sample=_evidence(lines, [ln.no for ln in not_understood[:5]]), skipped=skipped,
-        unknown_config_keys=config_keys[:50])
+        unknown_config_keys=config_keys[:50], versions=[h.describe() for h in (ctx.versions or {}).values()][:12])
     truncated = len(findings) > max_findings
     findings = findings[:max_findings]
     return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None), findings=findings,
@@ -301,7 +307,8 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
 
 
 def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10,
-                  progress=None, label: str | None = None, skipped: list[str] | None = None) -> TriageResult:
+                  progress=None, label: str | None = None, skipped: list[str] | None = None,
+                  versions=None) -> TriageResult:
     """Triage a large or compressed log without holding it in memory (tools/engine/large_logs.py prefilter).
 
     ``progress(bytes_done, bytes_total)`` is called after each chunk. Raises InputError for an unreadable
@@ -333,11 +340,11 @@ def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10
     if sparse.capped:
         skipped.append(f"only the first {sparse.capped // 2**20} MiB (decompressed) were read: the input cap")
     return _result(ctx, lines, label=label or str(path), skipped=skipped, rules=rb, max_findings=max_findings,
-                   lines_read=sparse.total_lines, bytes_read=sparse.bytes_read, streamed=True)
+                   lines_read=sparse.total_lines, bytes_read=sparse.bytes_read, streamed=True, versions=versions)
 
 
 def triage(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
-           max_findings: int = 10, progress=None) -> TriageResult:
+           max_findings: int = 10, progress=None, versions=None) -> TriageResult:
     """Triage a training log, config or launch script given as text or as a path.
 
     Args:
@@ -346,6 +353,9 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
         rules: rule base to use (default: packaged rules plus GRPO_DEBUG_RULES packs).
         max_findings: findings kept, most likely first (``truncated`` says when more were found).
         progress: optional ``progress(bytes_done, bytes_total)`` callback for streamed (large) files.
+        versions: the run's framework versions, ``"verl=0.9.0,deepspeed=0.19.5"`` (``host`` adds this machine's
+            installed releases); they win over versions the input prints (tools/run/versions.py). Rules outside
+            their version range do not fire; with a version unknown they fire one confidence step lower.
 
     Returns:
         TriageResult (the contract in tools/models.py). Never empty-and-silent: with no finding the summary says
@@ -357,6 +367,7 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
     if path is not None and text is None:
         p = Path(path).expanduser()
         if p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or is_compressed(p)):
-            return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress)
+            return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress, versions=versions)
     s, label, skipped, hint = read_input(text, path)
-    return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings)
+    return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings,
+                       versions=versions)

@@ -38,6 +38,9 @@ class Context:
     _regex_hits: dict[tuple[str, bool], set[int]] | None = None
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # every rule regex, for one prefilter pass
     _run: Any = None  # the run model (tools/run), built on first use
+    # {canonical framework: tools.run.versions.VersionHit}; None = versions not gathered (no version gating)
+    versions: dict[str, Any] | None = None
+    shown: set[str] = field(default_factory=set)  # canonical frameworks the input shows (for version gating)
 
     @property
     def run(self):
@@ -81,6 +84,9 @@ class RuleHit:
     rule: Rule
     results: list[SignalResult]
     score: float
+    confidence: str = ""  # the rule's confidence, one step lower with an unknown version (engine/version_gate.py)
+    version_notes: list[str] = field(default_factory=list)  # what the run's versions say about the rule's range
+    version_sharpen: list[str] = field(default_factory=list)  # which version would decide
 
     @property
     def lines(self) -> list[int]:
@@ -251,8 +257,16 @@ def evaluate(rule: Rule, ctx: Context, *, mode: str = "triage") -> RuleHit | Non
     results = _eval_match(rule.match, ctx, mode)
     if results is None:
         return None
+    confidence, notes, sharpen = rule.confidence, [], []
+    if ctx.versions is not None and rule.versions:
+        from grpo_debug.tools.engine.version_gate import LOWER, gate
+
+        g = gate(rule, ctx.versions, ctx.shown, lambda sig: eval_signal(sig, ctx) is not None)
+        if not g.fire:
+            return None
+        confidence, notes, sharpen = LOWER[confidence] if g.lower else confidence, g.notes, g.sharpen
     kinds = {r.kind for r in results}
-    score = CONF_WEIGHT[rule.confidence] + sum(KIND_WEIGHT[k] for k in kinds) + 0.5 * rule.priority
+    score = CONF_WEIGHT[confidence] + sum(KIND_WEIGHT[k] for k in kinds) + 0.5 * rule.priority
     if rule.kind == "guidance":
         score -= 1.0
-    return RuleHit(rule, results, score)
+    return RuleHit(rule, results, score, confidence, notes, sharpen)

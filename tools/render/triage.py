@@ -75,6 +75,8 @@ def coverage_line(c: Coverage) -> Text:
              "formats: " + (", ".join(c.formats) if c.formats else "none recognised"),
              f"{c.metric_lines} metric lines, {c.event_lines} event lines, {c.config_facts} config facts",
              f"{c.lines_not_understood} lines not understood"]
+    if c.versions:
+        parts.append("versions: " + "; ".join(c.versions))
     if c.skipped:
         parts.append("skipped: " + "; ".join(c.skipped))
     return Text.assemble(("Coverage: ", "bold"), "; ".join(parts))

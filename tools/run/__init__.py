@@ -13,6 +13,8 @@
 | names.py      | canonical names through skills/aliases (no table of its own)             |
 | frameworks.py | frameworks with version and evidence lines                               |
 | samples.py    | rollout text samples printed in logs                                     |
+| versions.py   | framework releases: VersionHit, comparison, the caller's and the host's   |
+| version_units.py | releases the input shows (pip, banners, image tags, flag spellings)   |
 """
 from grpo_debug.tools.run.model import ConfigFact, FrameworkHit, Point, Run, Sample, Series
 from grpo_debug.tools.run.build import add_facts, add_table, as_dict, build_run, from_context, from_store
