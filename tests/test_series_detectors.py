@@ -175,3 +175,30 @@ def test_step1_logprob_equality_still_checked_with_several_updates():
             "step:1 - actor/log_probs:-0.51 - actor/ref_log_probs:-0.47 - actor/kl_loss:0.002\n")
     hit = step1_mismatch(build_run(normalize(text)))
     assert hit is not None and "expected equal" in hit.message and "kl_loss" not in hit.message
+
+
+# garbled_samples -------------------------------------------------------------------------------------------------
+
+GIBBERISH = Path(__file__).resolve().parent / "data" / "corpus" / "cases" / \
+    "slime-style-qwen35-moe-gibberish-after-first-weight-sync" / "input.log"
+
+
+def test_garbled_quoted_salad_in_report_corpus():
+    from grpo_debug.tools.engine.series import garbled_samples
+
+    run = build_run(normalize(GIBBERISH.read_text()))
+    assert [s.lines for s in run.samples if s.role == "quoted"] == [[7], [9]]  # each quote once
+    hit = garbled_samples(run)
+    assert hit is not None and hit.lines == [9]  # the coherent rollout #0 quote (line 7) is not garbled
+
+
+def test_garbled_repeat_tail_and_coherent_text():
+    from grpo_debug.tools.engine.series.garbled import garbled_samples, salad
+    from grpo_debug.tools.run.model import Sample
+
+    run = Run(samples=[Sample("The answer is 4 " + "!" * 40, "response", lines=[3])])
+    assert garbled_samples(run).lines == [3]
+    ok = Run(samples=[Sample("我们先计算 7 乘以 8，结果是 56，用到了 multiplication table 的知识。", "response", lines=[1]),
+                      Sample("Let me think step by step. 7 * 8 = 56, so the answer is 56.", "response", lines=[2])])
+    assert garbled_samples(ok) is None
+    assert salad("abc觉得def")[0] == 2

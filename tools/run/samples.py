@@ -3,8 +3,10 @@
 Recognised: verl's reward managers print ``[prompt] ...``, ``[response] ...``, ``[ground_truth] ...``,
 ``[score] ...`` for the first ``num_examine`` samples of each data source
 (verl/workers/reward_manager/naive.py, ``print("[prompt]", prompt_str)``); a response may run over several
-lines, up to the next ``[role]`` marker or a metric/log line. At most ``MAX_SAMPLES`` samples, each cut to
-``MAX_CHARS`` characters.
+lines, up to the next ``[role]`` marker or a metric/log line. Reports also quote model output inline: a span of at
+least ``MIN_QUOTED`` characters between backticks or double quotes that holds letters of a non-Latin script or
+several words is a ``quoted`` sample (:func:`quoted_samples`). At most ``MAX_SAMPLES`` samples of each kind, each
+cut to ``MAX_CHARS`` characters.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from grpo_debug.tools.run.model import Sample
 MAX_SAMPLES = 50
 MAX_CHARS = 4000
 MAX_LINES = 60
+MIN_QUOTED = 24
 _ROLES = ("prompt", "response", "ground_truth", "score", "acc", "pred")
 _ROLE = re.compile(r"^\[(" + "|".join(_ROLES) + r")\]\s?(.*)$")
 _STOP = re.compile(r"^\(?\w+ pid=|^step:\s*\d|^\[?\d{4}-\d\d-\d\d|^Traceback|^\w+Error\b|^INFO\b|^WARNING\b")
@@ -41,4 +44,30 @@ def extract_samples(lines) -> list[Sample]:
             cur.lines.append(ln.no)
         else:
             cur = None
+    return out
+
+
+def _spans(t: str, mark: str) -> list[str]:
+    """The texts between pairs of ``mark`` in ``t`` (odd segments of a split: pairs never overlap)."""
+    parts = t.split(mark)
+    return parts[1:len(parts) - (len(parts) + 1) % 2:2] if len(parts) >= 3 else []
+
+
+def quoted_samples(lines) -> list[Sample]:
+    """Inline quotes of model output in a report (``"Let compiled觉得觉得ikان ..."``), one Sample per quote."""
+    out: list[Sample] = []
+    for ln in lines:
+        t = ln.text
+        if "`" not in t and '"' not in t:
+            continue
+        seen: set[str] = set()
+        for q in _spans(t, "`") + _spans(t, '"'):
+            key = q.strip().strip('"')
+            if key in seen:
+                continue  # the same quote inside a code span
+            seen.add(key)
+            if len(q) >= MIN_QUOTED and (" " in q.strip() or any(ord(c) > 0x2FF for c in q)):
+                out.append(Sample(text=q[:MAX_CHARS], role="quoted", lines=[ln.no]))
+                if len(out) >= MAX_SAMPLES:
+                    return out
     return out

@@ -15,6 +15,7 @@ the series names) or None. A rule names one in a ``detector`` signal; ``metric:`
 | first_nonfinite | nonfinite.py   | the first NaN/inf step of each series                          |
 | mismatch_jump   | mismatch.py    | rollout-vs-train log-prob mismatch above the framework's bound |
 | step1_mismatch  | step1.py       | KL/ratio/log-probs disagree at step 1 (one update per rollout)  |
+| garbled_samples | garbled.py     | rollout text samples that are token salad or degenerate repeats |
 
 Shared statistics live in ``baseline.py`` (median, MAD, selection of series, evidence lines).
 """
@@ -24,6 +25,7 @@ from typing import Callable
 
 from grpo_debug.tools.engine.series.collapse import collapse
 from grpo_debug.tools.engine.series.flat_zero import flat_zero
+from grpo_debug.tools.engine.series.garbled import garbled_samples
 from grpo_debug.tools.engine.series.late_climb import late_climb
 from grpo_debug.tools.engine.series.mismatch import mismatch_jump
 from grpo_debug.tools.engine.series.nonfinite import first_nonfinite
@@ -34,7 +36,7 @@ from grpo_debug.tools.engine.series.step1 import step1_mismatch
 RUN_DETECTORS: dict[str, Callable] = {
     "late_climb": late_climb, "robust_spike": robust_spike, "collapse": collapse, "flat_zero": flat_zero,
     "plateau": plateau, "first_nonfinite": first_nonfinite, "mismatch_jump": mismatch_jump,
-    "step1_mismatch": step1_mismatch,
+    "step1_mismatch": step1_mismatch, "garbled_samples": garbled_samples,
 }
 for _fn in RUN_DETECTORS.values():
     _fn.reads_run = True  # match.eval_signal passes ctx.run, not the MetricTable
