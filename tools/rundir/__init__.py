@@ -12,6 +12,7 @@
 | analyze.py  | folder triage (evidence mapped back to file and line), the loader of plot/compare  |
 | plot.py     | sparklines (text) and small-multiples PNG (matplotlib, optional extra)             |
 | compare.py  | two runs: config facts that differ, first diverging step, findings one run lacks   |
+| fleet.py    | many runs: --jobs N process pool or one Ray task per node, a JSON line per run     |
 """
 from grpo_debug.tools.errors import InputError
 from grpo_debug.tools.rundir.analyze import Analysis, analyze, triage_any, triage_folder

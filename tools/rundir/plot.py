@@ -146,12 +146,23 @@ def _panel(ax, s, marks) -> None:
             ax.legend(fontsize=6, loc="upper left")
 
 
+_TMP: list[str] = []
+KEEP_PNGS = 50
+
+
 def save_png(png: bytes, path: str | None = None) -> str:
-    """Write the PNG to ``path`` or to a new temporary folder; returns the path."""
+    """Write the PNG to ``path``, or into this process's temporary folder (one, made on first use; the oldest
+    files beyond ``KEEP_PNGS`` removed, so a long-running server does not fill /tmp); returns the path."""
     if path is None:
         import tempfile
+        import time
 
-        path = os.path.join(tempfile.mkdtemp(prefix="grpo-debug-plot-"), "run.png")
+        if not _TMP:
+            _TMP.append(tempfile.mkdtemp(prefix="grpo-debug-plot-"))
+        old = sorted((os.path.join(_TMP[0], n) for n in os.listdir(_TMP[0])), key=os.path.getmtime)
+        for p in old[:max(0, len(old) - KEEP_PNGS + 1)]:
+            os.unlink(p)
+        path = os.path.join(_TMP[0], f"run-{time.time_ns()}.png")
     with open(path, "wb") as fh:
         fh.write(png)
     return path
