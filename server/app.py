@@ -169,6 +169,20 @@ def _check_estimate(estimate: dict, confined) -> dict:
     return out
 
 
+def argument_errors(exc) -> str:
+    """A pydantic ValidationError of tool arguments as one line per field: the field, what was given and what
+    is accepted (for an enum, the allowed values)."""
+    out = []
+    for e in exc.errors(include_url=False)[:5]:
+        field = ".".join(str(x) for x in e.get("loc", ())) or "arguments"
+        given = repr(e.get("input"))[:60]
+        if e.get("type") == "literal_error":
+            out.append(f"`{field}`: {given} is not allowed; use one of {e.get('ctx', {}).get('expected', '')}")
+        else:
+            out.append(f"`{field}`: {e.get('msg', 'invalid')} (given {given})")
+    return "; ".join(out)
+
+
 class GrpoDebugServer(MCPServer):
     """MCPServer whose tools/list publishes compact schemas (the tool list sits in every agent's context)
     and whose trigger prompts are registered on the first prompts request (a lean start)."""
@@ -187,6 +201,16 @@ class GrpoDebugServer(MCPServer):
     async def get_prompt(self, *args, **kwargs):
         self._ensure_prompts()
         return await super().get_prompt(*args, **kwargs)
+
+    async def call_tool(self, name, arguments, context=None):
+        """Tools by name; arguments that fail the input schema are answered with the field and what it accepts
+        (a bad enum value lists the allowed values), not the raw pydantic error with its URL."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if type(e.__cause__).__name__ == "ValidationError" and hasattr(e.__cause__, "errors"):
+                raise ToolError(f"{name}: {argument_errors(e.__cause__)}") from None
+            raise
 
     async def read_resource(self, uri, context=None):
         """Resources by URI; a URI far longer than any of ours is refused with a short error (the SDK's own

@@ -130,7 +130,8 @@ def _print_triage(args: argparse.Namespace, result) -> int:
     else:
         from grpo_debug.tools.render.triage import render_triage_text
 
-        _out(render_triage_text(result, color=_color(), width=_width()))
+        _out(render_triage_text(result, color=_color(), width=_width(), verbose=getattr(args, "verbose", True),
+                                command="check" if getattr(args, "command", "") == "check" else "triage"))
     return 0
 
 
@@ -369,6 +370,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         if args.host or args.port or args.stateless or args.token_file or args.allow_host:
             raise CliError("--host, --port, --stateless, --token-file and --allow-host need --transport http")
+        if sys.stdin is not None and sys.stdin.isatty():  # a person ran it: say what it waits for
+            _err(f"{PROG}: MCP server on stdio, waiting for an MCP client (Ctrl-C to stop). Register it with "
+                 f"your client instead, e.g. `claude mcp add grpo-debug -- {PROG} serve`, or for CLI use run "
+                 f"`{PROG} triage FILE`.")
         build_server(allowed_roots=default_roots(args.allow or ()), ray_address=ray_address).run("stdio")
         return 0
 
@@ -493,6 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--example", nargs="?", const=DEFAULT_EXAMPLE, metavar="NAME",
                    help=f"triage a bundled example log instead (default {DEFAULT_EXAMPLE})")
     t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--verbose", action="store_true", help="every evidence line, cause, setting and hint")
     t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
                    help="at most N findings (1-100, default 10)")
     add_versions_arg(t)
@@ -503,6 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "script (slime, Megatron, OpenRLHF, verl overrides) against the rule base.")
     c.add_argument("path", metavar="PATH", help="file to read, or '-' for stdin")
     c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--verbose", action="store_true", help="every evidence line, cause, setting and hint")
     c.add_argument("--max-findings", type=_positive_int, default=20, metavar="N")
     add_versions_arg(c)
     c.add_argument("--diff", action="store_true",

@@ -60,6 +60,9 @@ def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, s
         label = "<text>"
     head = data[:65536]
     ctrl = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
+    binary = refuse_binary(head, ctrl, label)
+    if binary:
+        raise InputError(binary)
     if head and ctrl > len(head) // 20:
         skipped.append(f"input looks binary ({ctrl} control bytes in the first {len(head)} bytes); "
                        "it is not a text log, so findings are unlikely")
@@ -70,6 +73,24 @@ def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, s
     if bad:
         skipped.append(f"{bad} bytes were not valid UTF-8 and were replaced")
     return s, label, skipped, hint
+
+
+#: Magic numbers of executables, object files and libraries: never a log (a .so once gave an NCCL finding).
+_BINARY_MAGIC = {b"\x7fELF": "an ELF executable or shared library", b"MZ": "a Windows executable",
+                 b"\xcf\xfa\xed\xfe": "a Mach-O binary", b"\xca\xfe\xba\xbe": "a Mach-O/Java class binary",
+                 b"!<arch>\n": "a static library (ar archive)", b"\x89PNG": "a PNG image", b"%PDF": "a PDF"}
+
+
+def refuse_binary(head: bytes, ctrl: int, label: str) -> str | None:
+    """Why the input is refused as binary (an executable, a library, an image, or mostly NUL and control
+    bytes), else None. Compressed logs and metric stores are read before this, by their own readers."""
+    what = next((w for m, w in _BINARY_MAGIC.items() if head.startswith(m)), None)
+    if what is None and head and head.count(0) > len(head) // 100 and ctrl > len(head) // 10:
+        what = f"binary data ({ctrl} control bytes in the first {len(head)})"
+    if what is None:
+        return None
+    return (f"{label} is {what}, not a text log, config or launch script; give the training log (stdout/stderr "
+            "saved to a file), the config, or the launch command")
 
 
 def looks_like_document(s: str, hint: str | None) -> bool:

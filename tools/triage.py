@@ -20,7 +20,7 @@ from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
 from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
 from grpo_debug.tools.errors import InputError  # noqa: F401  (re-exported: grpo_debug.tools.triage.InputError)
-from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input
+from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input, refuse_binary
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
 
 MAX_EVIDENCE = 8
@@ -367,6 +367,12 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
     if path is not None and text is None:
         p = Path(path).expanduser()
         if p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or is_compressed(p)):
+            if not is_compressed(p):  # a large binary (a shared library) is refused, not streamed
+                with p.open("rb") as fh:
+                    head = fh.read(65536)
+                why = refuse_binary(head, sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27)), str(p))
+                if why:
+                    raise InputError(why)
             return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress, versions=versions)
     s, label, skipped, hint = read_input(text, path)
     return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings,

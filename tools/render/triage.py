@@ -10,19 +10,29 @@ from grpo_debug.tools.models import Coverage, Finding, SeriesSummary, TriageResu
 from grpo_debug.tools.render.text import CONF_STYLE, bullets, fmt_num, marker_rows, section, to_str
 
 MAX_METRIC_ROWS = 12
+CONCISE_METRIC_ROWS = 6
 
 
-def finding_renderables(n: int, f: Finding) -> list[RenderableType]:
+#: What the concise view (the default) keeps of each finding; --verbose shows everything.
+CONCISE_EVIDENCE, CONCISE_CAUSES = 3, 2
+
+
+def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str] | None = None) -> list[RenderableType]:
+    """One finding. Concise (``verbose=False``): 3 evidence lines, 2 causes, the fix and the change, the first
+    next check; hints already shown under an earlier finding (``seen``) are not repeated."""
+    seen = set() if seen is None else seen
     head = Text.assemble((f"{n}. ", "bold"), (f"[{f.symptom}] ", "bold cyan"), (f.title, "bold"),
                          "  (confidence: ", (f.confidence, CONF_STYLE.get(f.confidence, "")), ")")
     out: list[RenderableType] = [head]
-    if f.evidence:
+    evidence = f.evidence if verbose else f.evidence[:CONCISE_EVIDENCE]
+    if evidence:
         ev = marker_rows(((f"L{e.line}:", Text.assemble(e.text, (f"  ({e.source})", "dim") if e.source else ""))
-                    for e in f.evidence), marker_style="cyan")
-        out.append(section("Evidence", ev))
+                    for e in evidence), marker_style="cyan")
+        out.append(section("Evidence" + (f" ({len(f.evidence)} lines, first {len(evidence)})"
+                                         if len(evidence) < len(f.evidence) else ""), ev))
     if f.causes:
         causes = []
-        for c in f.causes:
+        for c in (f.causes if verbose else f.causes[:CONCISE_CAUSES]):
             mark = "" if c.verified else " [unverified source]"
             causes.append(Text.assemble((c.rule_id, "magenta"), f": {c.why}", (mark, "dim")))
         out.append(section("Causes", bullets(causes)))
@@ -37,12 +47,15 @@ def finding_renderables(n: int, f: Finding) -> list[RenderableType]:
         out.append(section("Change", marker_rows(rows, marker_style="cyan")))
     elif f.patch:
         out.append(section("Patch", ", ".join(f"{k}={v}" for k, v in f.patch.items())))
-    if f.settings:
+    if f.settings and verbose:
         out.append(section("Current settings", bullets(f"{s.key} = {s.value!r} (L{s.line})" for s in f.settings)))
-    if f.next_checks:
-        out.append(section("Next checks", bullets(f.next_checks)))
-    if f.sharpen:
-        out.append(section("Would sharpen this", bullets(f.sharpen)))
+    checks = [c for c in f.next_checks if c not in seen][: None if verbose else 1]
+    if checks:
+        out.append(section("Next checks", bullets(checks)))
+    sharpen = [x for x in f.sharpen if x not in seen]
+    if sharpen and verbose:
+        out.append(section("Would sharpen this", bullets(sharpen)))
+    seen.update(checks, sharpen)
     return out
 
 
@@ -53,8 +66,12 @@ def metrics_table(metrics: dict[str, SeriesSummary], max_rows: int = MAX_METRIC_
     names = sorted(metrics, key=lambda k: (metrics[k].first_nonfinite_step is None, k))
     t = Table(title="Metrics", title_justify="left", show_edge=False, pad_edge=False, box=None,
               header_style="bold")
+    widest = max(len(k) for k in names[:max_rows])
     for col in ("series", "points", "steps", "first", "last", "min", "max", "first non-finite"):
-        t.add_column(col, justify="left" if col == "series" else "right", overflow="fold")
+        if col == "series":  # a metric name is never broken mid-word
+            t.add_column(col, justify="left", no_wrap=True, min_width=min(widest, 60), overflow="ellipsis")
+        else:
+            t.add_column(col, justify="right", overflow="fold")
     for k in names[:max_rows]:
         s = metrics[k]
         steps = f"{fmt_num(s.first_step)}-{fmt_num(s.last_step)}" if s.first_step is not None else "-"
@@ -82,24 +99,30 @@ def coverage_line(c: Coverage) -> Text:
     return Text.assemble(("Coverage: ", "bold"), "; ".join(parts))
 
 
-def triage_renderables(result: TriageResult) -> list[RenderableType]:
+def triage_renderables(result: TriageResult, verbose: bool = True, command: str = "triage") -> list[RenderableType]:
+    """The whole answer: header (named after the command), summary, findings, metrics, coverage."""
     n = len(result.findings)
     out: list[RenderableType] = [
-        Text.assemble(("grpo-debug triage", "bold"), f": {result.coverage.input} - "
+        Text.assemble((f"grpo-debug {command}", "bold"), f": {result.coverage.input} - "
                       f"{n} finding{'s' if n != 1 else ''}" + (" (truncated)" if result.truncated else "")),
         Text.assemble(("Summary: ", "bold"), result.summary),
     ]
+    seen: set[str] = set()
     for i, f in enumerate(result.findings, 1):
         out.append(Text(""))
-        out.extend(finding_renderables(i, f))
-    table = metrics_table(result.metrics)
+        out.extend(finding_renderables(i, f, verbose, seen))
+    table = metrics_table(result.metrics, MAX_METRIC_ROWS if verbose else CONCISE_METRIC_ROWS)
     if table is not None:
         out += [Text(""), table]
     out += [Text(""), coverage_line(result.coverage)]
+    if not verbose:
+        out.append(Text("(concise: --verbose for every evidence line, cause, setting and hint)", style="dim"))
     return out
 
 
-def render_triage_text(result: TriageResult, *, color: bool = False, width: int | None = None) -> str:
-    """The triage result as terminal text: findings (evidence, causes, fix, next checks), metrics, coverage."""
-    return to_str(triage_renderables(result), color, width)
+def render_triage_text(result: TriageResult, *, color: bool = False, width: int | None = None,
+                       verbose: bool = True, command: str = "triage") -> str:
+    """The triage result as terminal text: findings (evidence, causes, fix, next checks), metrics, coverage.
+    ``verbose=False`` is the CLI's concise default; ``command`` names the header (triage, check)."""
+    return to_str(triage_renderables(result, verbose, command), color, width)
 
