@@ -46,6 +46,19 @@ def test_late_climb_ending_in_nan_is_reported_before_the_nan():
     assert hit is not None and "turns nan" in hit.message and "climbs from step 10" in hit.message
 
 
+@pytest.mark.parametrize("rate", [1.03, 1.12, 1.3])
+@pytest.mark.parametrize("noise", [0.05, 0.15, 0.3])
+def test_late_climb_never_starts_before_the_true_start(rate, noise):
+    for seed in range(4):
+        rnd = random.Random(seed)
+        base = [0.3 * (1 + rnd.gauss(0, noise)) for _ in range(120)]
+        climb = [0.3 * rate ** k * (1 + rnd.gauss(0, noise)) for k in range(1, int(3.5 / (rate - 1)))]
+        hit = late_climb(_run(grad_norm=base + climb))
+        first = int(hit.message.split("climbs from step ")[1].split(" ")[0])
+        slack = 40 if (rate < 1.1 and noise > 0.2) else 20  # a slow climb in heavy noise is told apart later
+        assert 121 <= first <= 121 + slack, (seed, hit.message)
+
+
 @pytest.mark.parametrize("vals", [
     _noisy(400, 0.3, 0.3, 3),                                                # noisy
     [v * (1 + 0.6 * i / 400) for i, v in enumerate(_noisy(400, 0.3, 0.1, 4))],  # mild drift (1.6x over the run)
