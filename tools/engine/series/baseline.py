@@ -46,17 +46,17 @@ def select(run: Run, metric: str | None = None, keys: str | None = None, default
            default_keys: str | None = None) -> list[Series]:
     """Series a detector reads, in this order: the canonical ``metric``; the series whose name or a raw key matches
     the ``keys`` regex (case-insensitive); when neither was asked for, or ``metric`` is the detector's own default,
-    ``default_metric`` then ``default_keys`` (the regex bridges raw spellings the alias table does not map yet).
-    Empty when none."""
+    ``default_metric`` and after it every other series ``default_keys`` matches (a critic's grad norm beside the
+    actor's; raw spellings the alias table does not map yet). Empty when none."""
     if metric and (s := run.series_of(metric)) is not None:
         return [s]
     if keys:
         return _by_regex(run, keys)
     if metric and metric != default_metric:
         return []
-    if default_metric and (s := run.series_of(default_metric)) is not None:
-        return [s]
-    return _by_regex(run, default_keys) if default_keys else []
+    first = [s] if default_metric and (s := run.series_of(default_metric)) is not None else []
+    rest = [s for s in _by_regex(run, default_keys) if s not in first] if default_keys else []
+    return first + rest
 
 
 def fmt(v: float) -> str:
