@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from grpo_debug.server import example_names, example_path, find_skill_md, version
+from grpo_debug.server.cli_runs import add_run_parsers
 from grpo_debug.server.cli_versions import add_versions_arg
 
 PROG = "grpo-debug"
@@ -68,7 +69,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
         raise CliError("triage needs exactly one input: a PATH, '-' to read stdin, or --example [NAME] "
                        f"(bundled: {', '.join(example_names())})")
 
-    from grpo_debug.tools.triage import InputError, triage
+    from grpo_debug.tools.rundir import InputError, triage_any as triage  # a run folder or metric store too
 
     text = path = None
     if args.example is not None:
@@ -494,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("triage", help="triage a training log, config or launch script",
                        description="Find what broke in a run: findings with the lines that prove them, "
                                    "the cause and the fix.")
-    t.add_argument("path", nargs="?", metavar="PATH", help="file to read, or '-' for stdin")
+    t.add_argument("path", nargs="?", metavar="PATH", help="file or run folder to read, or '-' for stdin")
     t.add_argument("--example", nargs="?", const=DEFAULT_EXAMPLE, metavar="NAME",
                    help=f"triage a bundled example log instead (default {DEFAULT_EXAMPLE})")
     t.add_argument("--format", choices=("text", "json"), default="text")
@@ -548,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     sk.set_defaults(func=cmd_skill)
 
     _add_serve_parser(sub)
+    add_run_parsers(sub)  # plot, compare (server/cli_runs.py)
     return p
 
 
