@@ -8,6 +8,7 @@ paths.py. Nothing here imports torch, ray or pynvml.
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -107,14 +108,20 @@ def _guard(tool: str) -> Iterator[None]:
 
 
 async def _heavy(pool: HeavyPool, tool: str, fn):
-    """Run a heavy tool's synchronous body in the pool (bounded concurrency, queue, deadline, cancellation)."""
+    """Run a heavy tool's synchronous body in the pool (bounded concurrency, queue, deadline, cancellation),
+    in a copy of the caller's context (the client's roots travel with it)."""
+    ctx = contextvars.copy_context()
     try:
-        return await pool.run(fn)
+        return await pool.run(lambda: ctx.run(fn))
     except Busy as e:
         raise ToolError(f"{tool}: {e}") from None
     except DeadlineExceeded as e:
         raise ToolError(f"{tool} {e} (the server's per-call deadline: serve --call-timeout or ${TIMEOUT_ENV}); "
                         "give a smaller input, e.g. the part of the log around the first error") from None
+
+
+#: Where a `path` may point, in the tools' argument descriptions (kept short: tools/list stays under 16 kB).
+WHERE = "under the server's cwd, --allow dirs or your client's roots"
 
 
 class _Inputs:
@@ -124,9 +131,10 @@ class _Inputs:
         self.roots, self.base = roots, base
 
     def confined(self, value: str, arg: str, kind: Literal["file", "dir", "any"] = "file") -> str:
-        """``value`` resolved inside the allowed roots, or a ToolError naming the argument."""
+        """``value`` resolved inside the allowed roots (the server's, plus the roots the client declared), or a
+        ToolError naming the argument."""
         try:
-            return str(resolve_path(value, self.roots, kind=kind, base=self.base))
+            return str(resolve_path(value, [*self.roots, *CLIENT_ROOTS.get()], kind=kind, base=self.base))
         except PathNotAllowed as e:
             raise ToolError(f"`{arg}`: {e}") from None
 
@@ -169,6 +177,36 @@ def _check_estimate(estimate: dict, confined) -> dict:
     return out
 
 
+#: The folders the connected client declared as its roots (MCP roots/list), for the call in progress.
+CLIENT_ROOTS: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("client_roots", default=())
+
+
+async def client_roots(context) -> tuple[Path, ...]:
+    """The existing local folders among the roots the client declared (file:// URIs), resolved; () when the
+    client declares no roots capability or the request fails."""
+    from urllib.parse import unquote, urlparse
+
+    try:
+        caps = context.session.client_capabilities
+        if caps is None or caps.roots is None:
+            return ()
+        listed = (await context.session.list_roots()).roots
+    except Exception:  # noqa: BLE001 - no back-channel, a client error, a deprecated capability: no roots
+        return ()
+    out: list[Path] = []
+    for r in listed[:64]:
+        u = urlparse(str(r.uri))
+        if u.scheme != "file" or u.netloc not in ("", "localhost"):
+            continue
+        try:
+            p = Path(unquote(u.path)).resolve(strict=True)
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if p.is_dir() and p not in out:
+            out.append(p)
+    return tuple(out)
+
+
 def argument_errors(exc) -> str:
     """A pydantic ValidationError of tool arguments as one line per field: the field, what was given and what
     is accepted (for an enum, the allowed values)."""
@@ -202,15 +240,27 @@ class GrpoDebugServer(MCPServer):
         self._ensure_prompts()
         return await super().get_prompt(*args, **kwargs)
 
+    #: Honour the roots a client declares (stdio and in-process clients run as the server's user); a server
+    #: reached over HTTP does not, its readable folders are the owner's alone (--allow).
+    trust_client_roots = True
+
+    def streamable_http_app(self, *args, **kwargs):
+        self.trust_client_roots = False
+        return super().streamable_http_app(*args, **kwargs)
+
     async def call_tool(self, name, arguments, context=None):
-        """Tools by name; arguments that fail the input schema are answered with the field and what it accepts
-        (a bad enum value lists the allowed values), not the raw pydantic error with its URL."""
+        """Tools by name, with the client's declared roots readable for the call; arguments that fail the input
+        schema are answered with the field and what it accepts (a bad enum value lists the allowed values)."""
+        roots = await client_roots(context) if self.trust_client_roots and context is not None else ()
+        token = CLIENT_ROOTS.set(roots)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
             if type(e.__cause__).__name__ == "ValidationError" and hasattr(e.__cause__, "errors"):
                 raise ToolError(f"{name}: {argument_errors(e.__cause__)}") from None
             raise
+        finally:
+            CLIENT_ROOTS.reset(token)
 
     async def read_resource(self, uri, context=None):
         """Resources by URI; a URI far longer than any of ours is refused with a short error (the SDK's own
@@ -280,7 +330,7 @@ def _register_family(server: MCPServer, inputs: _Inputs, spec: FamilySpec) -> No
             description=f"One of {', '.join(spec.operations)}; rtx4090 = gpu for the RTX 4090.")],
         "text": Annotated[OptStr, Field(description="Input for the operation: symptom words, a log, a config, "
                                                     "a Python snippet, a bug number or a rule id.")],
-        "path": Annotated[OptStr, Field(description="A file to read instead of text.")],
+        "path": Annotated[OptStr, Field(description=f"A file to read instead of text, {WHERE}.")],
         "gpu": Annotated[OptStr, Field(description="GPU id or name: rtx4090, a100_80gb, h100_sxm, mi300x, ...")],
         "return": FamilyReport,
     }
@@ -323,7 +373,7 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         text: Annotated[OptStr, Field(
             description="The log, config or launch script as text. Omit when giving `path`.")] = "",
         path: Annotated[OptStr, Field(
-            description="A log/config/script file, metric store or run folder readable by the server.")] = "",
+            description=f"A log/config/script file, metric store or run folder {WHERE}.")] = "",
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
         versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
     ) -> TriageResult:
@@ -362,7 +412,7 @@ def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
                              "(for `patch -p0 FILE`). Give `text` or `path`.", annotations=READ_ONLY)
     async def check_config_tool(
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
-        path: Annotated[OptStr, Field(description="A config or script file to read instead.")] = "",
+        path: Annotated[OptStr, Field(description=f"A config or script file to read instead, {WHERE}.")] = "",
         versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
     ) -> TriageResult:
         return await _heavy(inputs.pool, "check_config", lambda: _check_sync(text, path, versions))

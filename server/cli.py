@@ -191,7 +191,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from grpo_debug.tools.render.probe import error_results, render_probe_text
 
     _out(res.model_dump_json(indent=2), as_json=True) if args.format == "json" else _out(render_probe_text(res))
-    return 1 if error_results(res) else 0  # a missing shard, an unreachable cluster: exit 1
+    return 2 if error_results(res) else 0  # a missing shard, an unreachable cluster: exit 2 (the input's problem)
 
 
 def _rules():

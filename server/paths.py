@@ -7,12 +7,16 @@ paths, each with a message that names the path and what to do. The CLI is the us
 does not use this.
 
 Roots: the server's working directory, plus ``GRPO_DEBUG_ALLOW`` (``os.pathsep``-separated) and
-``--allow DIR`` (see :func:`default_roots`).
+``--allow DIR`` (see :func:`default_roots`), plus, for a stdio or in-process client, the folders the client
+declares as its MCP roots (:func:`client_roots`, per call through ``CLIENT_ROOTS``; a server reached over HTTP
+ignores them). Every path is still confined the same way under the union.
 """
 from __future__ import annotations
 
+import contextvars
 import os
 import stat
+import warnings
 from pathlib import Path
 from typing import Iterable, Literal
 
@@ -119,3 +123,35 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
         raise PathNotAllowed(f"{shown}: is {what}, not {want}"
                              + ("; pass one log or config file inside it" if stat.S_ISDIR(mode) else ""))
     return real
+
+
+#: The folders the connected client declared as its roots (MCP roots/list), for the call in progress.
+CLIENT_ROOTS: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("client_roots", default=())
+
+
+async def client_roots(context) -> tuple[Path, ...]:
+    """The existing local folders among the roots the client declared (file:// URIs), resolved; () when the
+    client declares no roots capability or the request fails."""
+    from urllib.parse import unquote, urlparse
+
+    try:
+        caps = context.session.client_capabilities
+        if caps is None or caps.roots is None:
+            return ()
+        with warnings.catch_warnings():  # roots are deprecated from the 2026-07-28 spec; handshake-era clients use them
+            warnings.simplefilter("ignore")
+            listed = (await context.session.list_roots()).roots
+    except Exception:  # noqa: BLE001 - no back-channel, a client error, a deprecated capability: no roots
+        return ()
+    out: list[Path] = []
+    for r in listed[:64]:
+        u = urlparse(str(r.uri))
+        if u.scheme != "file" or u.netloc not in ("", "localhost"):
+            continue
+        try:
+            p = Path(unquote(u.path)).resolve(strict=True)
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if p.is_dir() and p not in out:
+            out.append(p)
+    return tuple(out)

@@ -66,3 +66,17 @@ def shallow_schema(schema: dict | None, depth: int = 1) -> dict | None:
             return {**x, "items": walk(x["items"], d)}
         return x
     return walk({k: v for k, v in schema.items() if k != "$defs"}, 0)
+
+
+def argument_errors(exc) -> str:
+    """A pydantic ValidationError of tool arguments as one line per field: the field, what was given and what
+    is accepted (for an enum, the allowed values)."""
+    out = []
+    for e in exc.errors(include_url=False)[:5]:
+        field = ".".join(str(x) for x in e.get("loc", ())) or "arguments"
+        given = repr(e.get("input"))[:60]
+        if e.get("type") == "literal_error":
+            out.append(f"`{field}`: {given} is not allowed; use one of {e.get('ctx', {}).get('expected', '')}")
+        else:
+            out.append(f"`{field}`: {e.get('msg', 'invalid')} (given {given})")
+    return "; ".join(out)

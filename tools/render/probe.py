@@ -11,7 +11,7 @@ _QUIET = {"summary", "issues", "components", "assumptions", "nodes", "difference
 
 
 def error_results(res: ProbeResult) -> list[str]:
-    """The error-severity results of a probe (a missing shard, an unreachable cluster): the CLI exits 1 on any."""
+    """The error-severity results of a probe (a missing shard, an unreachable cluster): the CLI exits 2 on any."""
     errs = [f"{name}: {i.get('message', '')}" for name in ("checkpoint", "tokenizer", "memory")
             for i in (getattr(res, name) or {}).get("issues") or [] if isinstance(i, dict) and i.get("severity") == "error"]
     if res.cluster and res.cluster.get("error"):
