@@ -28,8 +28,8 @@ from grpo_debug.server.budget import (MAX_ANSWER_BYTES, MAX_TEXT_BYTES, _check_t
                                       bound_probe, bound_triage)
 from grpo_debug.server.http import MIN_TOKEN_CHARS, TOKEN_ENV, is_loopback, run_http  # noqa: F401  (re-exported)
 from grpo_debug.server.limits import TIMEOUT_ENV, Busy, Cancelled, DeadlineExceeded, HeavyPool, Limits
-from grpo_debug.server.paths import PathNotAllowed, default_roots, resolve_path
-from grpo_debug.server.schemas import OptStr, compact_schema, shallow_schema
+from grpo_debug.server.paths import CLIENT_ROOTS, PathNotAllowed, client_roots, default_roots, resolve_path
+from grpo_debug.server.schemas import OptStr, argument_errors, compact_schema, shallow_schema
 from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.errors import FamilyError, InputError
 from grpo_debug.tools.families import FAMILY_SPECS, FamilySpec
@@ -175,50 +175,6 @@ def _check_estimate(estimate: dict, confined) -> dict:
             v = confined(v, "estimate.config_json", "any")
         out[k] = v
     return out
-
-
-#: The folders the connected client declared as its roots (MCP roots/list), for the call in progress.
-CLIENT_ROOTS: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("client_roots", default=())
-
-
-async def client_roots(context) -> tuple[Path, ...]:
-    """The existing local folders among the roots the client declared (file:// URIs), resolved; () when the
-    client declares no roots capability or the request fails."""
-    from urllib.parse import unquote, urlparse
-
-    try:
-        caps = context.session.client_capabilities
-        if caps is None or caps.roots is None:
-            return ()
-        listed = (await context.session.list_roots()).roots
-    except Exception:  # noqa: BLE001 - no back-channel, a client error, a deprecated capability: no roots
-        return ()
-    out: list[Path] = []
-    for r in listed[:64]:
-        u = urlparse(str(r.uri))
-        if u.scheme != "file" or u.netloc not in ("", "localhost"):
-            continue
-        try:
-            p = Path(unquote(u.path)).resolve(strict=True)
-        except (OSError, RuntimeError, ValueError):
-            continue
-        if p.is_dir() and p not in out:
-            out.append(p)
-    return tuple(out)
-
-
-def argument_errors(exc) -> str:
-    """A pydantic ValidationError of tool arguments as one line per field: the field, what was given and what
-    is accepted (for an enum, the allowed values)."""
-    out = []
-    for e in exc.errors(include_url=False)[:5]:
-        field = ".".join(str(x) for x in e.get("loc", ())) or "arguments"
-        given = repr(e.get("input"))[:60]
-        if e.get("type") == "literal_error":
-            out.append(f"`{field}`: {given} is not allowed; use one of {e.get('ctx', {}).get('expected', '')}")
-        else:
-            out.append(f"`{field}`: {e.get('msg', 'invalid')} (given {given})")
-    return "; ".join(out)
 
 
 class GrpoDebugServer(MCPServer):
