@@ -215,3 +215,27 @@ def test_garbled_repeat_tail_and_coherent_text():
                       Sample("Let me think step by step. 7 * 8 = 56, so the answer is 56.", "response", lines=[2])])
     assert garbled_samples(ok) is None
     assert salad("abc觉得def")[0] == 2
+
+
+def test_trl_rich_sample_table_rendered_by_rich():
+    """The table as TRL's print_prompt_completions_sample builds it, rendered by rich itself."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    from grpo_debug.tools.engine.series import garbled_samples
+
+    console = Console(width=100, record=True, file=open("/dev/null", "w"))
+    table = Table(show_header=True, header_style="bold white", expand=True)
+    for name in ("Prompt", "Completion", "accuracy_reward", "Advantage"):
+        table.add_column(name)
+    table.add_row(Text("What is 7 times 8? Answer briefly."),
+                  Text("Let compiled觉得觉得ikان>ä拒绝何为iel concerak 觉得ت tempr ForeignKey开始 privilegi"), "0.00", "-0.50")
+    table.add_section()
+    table.add_row(Text("What is 2+2?"), Text("4"), "1.00", "0.50")
+    console.print(Panel(table, expand=False, title="Step 42"))
+    run = build_run(normalize(console.export_text()))
+    responses = [s for s in run.samples if s.role == "response"]
+    assert [s.step for s in responses] == [42.0, 42.0] and responses[1].text == "4"
+    assert garbled_samples(run).lines[0] == responses[0].lines[0]

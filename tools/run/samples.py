@@ -5,7 +5,10 @@ Recognised: verl's reward managers print ``[prompt] ...``, ``[response] ...``, `
 (verl/workers/reward_manager/naive.py, ``print("[prompt]", prompt_str)``); a response may run over several
 lines, up to the next ``[role]`` marker or a metric/log line. Reports also quote model output inline: a span of at
 least ``MIN_QUOTED`` characters between backticks or double quotes that holds letters of a non-Latin script or
-several words is a ``quoted`` sample (:func:`quoted_samples`). At most ``MAX_SAMPLES`` samples of each kind, each
+several words is a ``quoted`` sample (:func:`quoted_samples`). TRL's GRPO trainer prints samples as a rich table
+in a panel titled ``Step N`` (trl/trainer/utils.py ``print_prompt_completions_sample``: columns Prompt, Completion,
+one per reward, Advantage; a section line between samples): each Completion cell, its wrapped lines joined, is a
+``response`` sample (:func:`rich_table_samples`). At most ``MAX_SAMPLES`` samples of each kind, each
 cut to ``MAX_CHARS`` characters.
 """
 from __future__ import annotations
@@ -71,3 +74,53 @@ def quoted_samples(lines) -> list[Sample]:
                 if len(out) >= MAX_SAMPLES:
                     return out
     return out
+
+
+_STEP_TITLE = re.compile(r"\bStep (\d+)\b")
+_CELL_SPLIT = re.compile(r"[│┃]")
+
+
+def _rich_rows(lines, i: int, col: int, step: float | None, out: list[Sample]) -> int:
+    """Read the body of one rich table whose header is ``lines[i]``; returns the index after it."""
+    cur: Sample | None = None
+    j = i + 1
+    while j < len(lines) and j - i < 2000:
+        t = lines[j].text.strip()
+        if not t.startswith(("│", "┃")):
+            break
+        if "─" in t or "━" in t:  # a border or section line: the current cell is complete
+            cur = None
+            if "└" in t or "┗" in t:
+                return j + 1
+            j += 1
+            continue
+        cells = _CELL_SPLIT.split(t)
+        frag = cells[col].strip() if col < len(cells) else ""
+        if frag:
+            if cur is None:
+                if len(out) >= MAX_SAMPLES:
+                    return j
+                cur = Sample(text="", role="response", step=step, lines=[])
+                out.append(cur)
+            cur.text = (cur.text + " " + frag).strip()[:MAX_CHARS]
+            cur.lines.append(lines[j].no)
+        j += 1
+    return j
+
+
+def rich_table_samples(lines) -> list[Sample]:
+    """Completions of TRL's rich sample tables, one Sample per table row."""
+    out: list[Sample] = []
+    i = 0
+    while i < len(lines):
+        t = lines[i].text
+        if "┃" in t and "Completion" in t:
+            cells = [c.strip() for c in _CELL_SPLIT.split(t.strip())]
+            col = cells.index("Completion") if "Completion" in cells else -1
+            if col >= 0:
+                title = next((m for k in range(max(0, i - 3), i) if (m := _STEP_TITLE.search(lines[k].text))), None)
+                i = _rich_rows(lines, i, col, float(title.group(1)) if title else None, out)
+                continue
+        i += 1
+    return out
+
