@@ -151,6 +151,57 @@ def _megatron_format(d: Path) -> tuple[list[str], bool, int]:
     return mp, torch_dist, len(distcp)
 
 
+def _follow_tracker(root: Path, tracker: Path, iter_dirs: list[str], info: MegatronInfo,
+                    issues: list[CheckpointIssue]) -> str | None:
+    """Read latest_checkpointed_iteration.txt into ``info``; the iteration folder it names (None when unreadable)."""
+    raw = (_read_small_text(tracker) or "").strip()
+    info.tracker_value = raw
+    if raw == "release":
+        info.release = True
+        target = "release"
+    elif raw.isdigit():
+        info.iteration = int(raw)
+        target = f"iter_{info.iteration:07d}"
+    else:
+        issues.append(CheckpointIssue(
+            severity="error",
+            message=f"{TRACKER} holds {raw!r}; Megatron expects an integer iteration or 'release'",
+            fix=f"write the iteration number (e.g. the newest of {info.iter_dirs[-3:] or 'iter_XXXXXXX'}) into {TRACKER}",
+        ))
+        target = iter_dirs[-1] if iter_dirs else None
+    if info.release or info.iteration is not None:
+        info.named_iter_dir = target
+        info.named_iter_dir_exists = _isdir(root / target)
+        if not info.named_iter_dir_exists:
+            issues.append(CheckpointIssue(
+                severity="error",
+                message=(f"{TRACKER} names {target!r} but that directory does not exist "
+                         f"(present: {', '.join(info.iter_dirs) or 'none'})"),
+                fix=("fix the tracker to an existing iteration or pass --ckpt-step <N> for one that exists; "
+                     "an interrupted save or a partial copy leaves this state"),
+            ))
+    return target
+
+
+def _check_iteration(root: Path, target: str, info: MegatronInfo, issues: list[CheckpointIssue]) -> None:
+    """The iteration folder's format (legacy mp_rank_* or torch_dist) and whether its save is complete."""
+    mp, dist, ncp = _megatron_format(root / target)
+    info.mp_rank_dirs, info.torch_dist, info.distcp_files = mp, dist, ncp
+    info.format = "torch_dist" if dist else ("legacy" if mp else "unknown")
+    if not mp and not dist:
+        issues.append(CheckpointIssue(
+            severity="error",
+            message=f"{target} has neither mp_rank_* folders (legacy) nor .metadata/*.distcp (torch_dist): empty or partial save",
+            fix="use an earlier iteration (--ckpt-step) or re-copy the checkpoint",
+        ))
+    elif dist and ".metadata" not in _names(root / target):
+        issues.append(CheckpointIssue(
+            severity="error",
+            message=f"{target} has .distcp shards but no .metadata file: torch_dist checkpoint incomplete",
+            fix="re-copy the iteration folder including hidden files (cp -r / rsync -a, not a glob that skips dotfiles)",
+        ))
+
+
 def _inspect_megatron(root: Path, names: list[str], issues: list[CheckpointIssue]) -> MegatronInfo | None:
     tracker = root / TRACKER
     iter_dirs = sorted(n for n in names if _ITER_RE.match(n) and _isdir(root / n))
@@ -191,49 +242,10 @@ def _inspect_megatron(root: Path, names: list[str], issues: list[CheckpointIssue
         ))
         target = newest
     else:
-        raw = (_read_small_text(tracker) or "").strip()
-        info.tracker_value = raw
-        if raw == "release":
-            info.release = True
-            target = "release"
-        elif raw.isdigit():
-            info.iteration = int(raw)
-            target = f"iter_{info.iteration:07d}"
-        else:
-            issues.append(CheckpointIssue(
-                severity="error",
-                message=f"{TRACKER} holds {raw!r}; Megatron expects an integer iteration or 'release'",
-                fix=f"write the iteration number (e.g. the newest of {info.iter_dirs[-3:] or 'iter_XXXXXXX'}) into {TRACKER}",
-            ))
-            target = iter_dirs[-1] if iter_dirs else None
-        if info.release or info.iteration is not None:
-            info.named_iter_dir = target
-            info.named_iter_dir_exists = _isdir(root / target)
-            if not info.named_iter_dir_exists:
-                issues.append(CheckpointIssue(
-                    severity="error",
-                    message=(f"{TRACKER} names {target!r} but that directory does not exist "
-                             f"(present: {', '.join(info.iter_dirs) or 'none'})"),
-                    fix=("fix the tracker to an existing iteration or pass --ckpt-step <N> for one that exists; "
-                         "an interrupted save or a partial copy leaves this state"),
-                ))
+        target = _follow_tracker(root, tracker, iter_dirs, info, issues)
 
     if target and _isdir(root / target):
-        mp, dist, ncp = _megatron_format(root / target)
-        info.mp_rank_dirs, info.torch_dist, info.distcp_files = mp, dist, ncp
-        info.format = "torch_dist" if dist else ("legacy" if mp else "unknown")
-        if not mp and not dist:
-            issues.append(CheckpointIssue(
-                severity="error",
-                message=f"{target} has neither mp_rank_* folders (legacy) nor .metadata/*.distcp (torch_dist): empty or partial save",
-                fix="use an earlier iteration (--ckpt-step) or re-copy the checkpoint",
-            ))
-        elif dist and ".metadata" not in _names(root / target):
-            issues.append(CheckpointIssue(
-                severity="error",
-                message=f"{target} has .distcp shards but no .metadata file: torch_dist checkpoint incomplete",
-                fix="re-copy the iteration folder including hidden files (cp -r / rsync -a, not a glob that skips dotfiles)",
-            ))
+        _check_iteration(root, target, info, issues)
     return info
 
 

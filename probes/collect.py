@@ -146,9 +146,8 @@ def _v(x: Any) -> str:
     return str(x)
 
 
-def render_host_text(report: HostReport) -> str:
-    """Plain text, one fact per line (no rich needed)."""
-    env, gpus = report.env, report.gpus
+def _env_lines(env) -> list[str]:
+    """The environment section: python, torch, CUDA, driver, limits, CPUs, memory."""
     out: list[str] = ["== Environment"]
     out.append(f"python:           {_v(env.python)}")
     if isinstance(env.torch, Unknown):
@@ -178,8 +177,12 @@ def render_host_text(report: HostReport) -> str:
         out.append(f"memory:           {_v(env.memory)}")
     else:
         out.append(f"memory:           {env.memory.total_gib:g} GiB, {env.memory.available_gib:g} GiB available")
+    return out
 
-    out.append("")
+
+def _package_lines(env) -> list[str]:
+    """The packages section: installed versions, missing ones, conflicts."""
+    out: list[str] = [""]
     out.append("== Packages")
     if isinstance(env.packages, Unknown):
         out.append(f"  {_v(env.packages)}")
@@ -197,8 +200,12 @@ def render_host_text(report: HostReport) -> str:
         out.extend(f"    {c.text()}" for c in env.conflicts)
     else:
         out.append("  conflicts: none found")
+    return out
 
-    out.append("")
+
+def _envvar_lines(env) -> list[str]:
+    """The watched environment variables."""
+    out: list[str] = [""]
     out.append("== Environment variables")
     if isinstance(env.env, Unknown):
         out.append(f"  {_v(env.env)}")
@@ -206,8 +213,12 @@ def render_host_text(report: HostReport) -> str:
         out.extend(f"  {k}={v}" for k, v in env.env.items())
     else:
         out.append("  (none of the watched variables set)")
+    return out
 
-    out.append("")
+
+def _gpu_lines(gpus) -> list[str]:
+    """The GPUs section: one block per GPU (memory, processes, ECC, clocks, links)."""
+    out: list[str] = [""]
     out.append("== GPUs")
     if not gpus.available:
         out.append(f"  none: {gpus.reason}")
@@ -229,31 +240,43 @@ def render_host_text(report: HostReport) -> str:
             out.append(f"      clocks: {_v(thr) if isinstance(thr, Unknown) else (', '.join(thr) or 'none')}; "
                        f"temperature {_v(g.temperature_c)} C")
             out.append(f"      NVLink active links: {_v(g.nvlink_active)}; MIG: {_v(g.mig_enabled)}")
+    return out
 
+
+def _numerics_lines(numerics) -> list[str]:
+    """The numerics section (probe --numerics): per device, fp16 overflow, gating softmax, bf16 drift."""
+    out: list[str] = []
+    out.append("")
+    out.append("== Numerics")
+    for dev, r in numerics.results.items():
+        if isinstance(r, Unknown):
+            out.append(f"  {dev}: {_v(r)}")
+            continue
+        out.append(f"  {dev} ({r.device_name or r.device}, torch {r.torch_version}):")
+        out.append(f"      fp16 exp overflow at x = {_v(r.fp16_exp_overflow)} (ln 65504 = 11.0898)")
+        gs = r.gating_softmax
+        if isinstance(gs, Unknown):
+            out.append(f"      gating softmax: {_v(gs)}")
+        else:
+            out.append(f"      gating softmax [{gs.tokens}x{gs.experts}], max logit {gs.max_logit:g}: naive fp16 "
+                       f"{gs.fp16_naive_nonfinite} inf/NaN in {gs.fp16_naive_nonfinite_rows} rows; naive fp32 "
+                       f"{gs.fp32_naive_nonfinite}; torch.softmax fp16 {gs.fp16_torch_softmax_nonfinite}")
+        d = r.bf16_logprob_drift
+        if isinstance(d, Unknown):
+            out.append(f"      bf16 log-prob drift: {_v(d)}")
+        else:
+            out.append(f"      bf16 vs fp32 log_softmax over {d.vocab} logits, {d.tokens} tokens: "
+                       f"max |d| {d.max_abs:.4g}, mean {d.mean_abs:.4g} (bf16 logits only: max "
+                       f"{d.logits_only_max_abs:.4g}, mean {d.logits_only_mean_abs:.4g})")
+        rep = ", ".join(f"{k} {_v(v)}" for k, v in sorted(r.repeatable.items()))
+        out.append(f"      bitwise repeatable: {rep}")
+        out.append(f"      deterministic algorithms: {_v(r.deterministic_algorithms)}")
+    return out
+
+
+def render_host_text(report: HostReport) -> str:
+    """Plain text, one fact per line (no rich needed)."""
+    out = _env_lines(report.env) + _package_lines(report.env) + _envvar_lines(report.env) + _gpu_lines(report.gpus)
     if report.numerics is not None:
-        out.append("")
-        out.append("== Numerics")
-        for dev, r in report.numerics.results.items():
-            if isinstance(r, Unknown):
-                out.append(f"  {dev}: {_v(r)}")
-                continue
-            out.append(f"  {dev} ({r.device_name or r.device}, torch {r.torch_version}):")
-            out.append(f"      fp16 exp overflow at x = {_v(r.fp16_exp_overflow)} (ln 65504 = 11.0898)")
-            gs = r.gating_softmax
-            if isinstance(gs, Unknown):
-                out.append(f"      gating softmax: {_v(gs)}")
-            else:
-                out.append(f"      gating softmax [{gs.tokens}x{gs.experts}], max logit {gs.max_logit:g}: naive fp16 "
-                           f"{gs.fp16_naive_nonfinite} inf/NaN in {gs.fp16_naive_nonfinite_rows} rows; naive fp32 "
-                           f"{gs.fp32_naive_nonfinite}; torch.softmax fp16 {gs.fp16_torch_softmax_nonfinite}")
-            d = r.bf16_logprob_drift
-            if isinstance(d, Unknown):
-                out.append(f"      bf16 log-prob drift: {_v(d)}")
-            else:
-                out.append(f"      bf16 vs fp32 log_softmax over {d.vocab} logits, {d.tokens} tokens: "
-                           f"max |d| {d.max_abs:.4g}, mean {d.mean_abs:.4g} (bf16 logits only: max "
-                           f"{d.logits_only_max_abs:.4g}, mean {d.logits_only_mean_abs:.4g})")
-            rep = ", ".join(f"{k} {_v(v)}" for k, v in sorted(r.repeatable.items()))
-            out.append(f"      bitwise repeatable: {rep}")
-            out.append(f"      deterministic algorithms: {_v(r.deterministic_algorithms)}")
+        out += _numerics_lines(report.numerics)
     return "\n".join(out) + "\n"

@@ -16,8 +16,7 @@ MAX_FUNCTION_LINES = 80
 FACES_OUTSIDE_SERVER = {"grpo_debug.tools._seed_entry"}
 # Long functions of the probes package, which has its own owner; to be split there, never to grow.
 KNOWN_LONG = {"grpo_debug.probes.memory.estimate_memory", "grpo_debug.probes.checkpoint._inspect_hf",
-              "grpo_debug.probes.collect.render_host_text", "grpo_debug.probes.tokenizer.stop_token_ids",
-              "grpo_debug.probes.checkpoint._inspect_megatron"}
+              "grpo_debug.probes.tokenizer.stop_token_ids"}
 
 
 def _modules() -> dict[str, Path]:
