@@ -69,3 +69,20 @@ def test_samples_of_verl_reward_manager_prints():
 
 def test_point_finite():
     assert Point(1, math.inf, "k").finite is False
+
+
+CORPUS_HEALTHY = Path(__file__).resolve().parent / "data" / "corpus" / "healthy"
+
+
+@pytest.mark.parametrize("case,framework", [
+    ("openrlhf-reinforce-baseline-hybrid-engine-script/input.sh", "openrlhf"),  # launched with -m openrlhf.cli...
+    ("nemo-rl-grpo-math-1b-yaml/input.yaml", "nemo_rl"),  # grpo.num_prompts_per_step, policy.dtensor_cfg
+    ("roll-qwen25-7b-rlvr-megatron-yaml/input.yaml", "roll"),  # actor_train:, actor_infer:
+    ("skyrl-gsm8k-example-script/input.sh", "skyrl"),
+    ("areal-gsm8k-grpo-yaml/input.yaml", "areal"),
+])
+def test_framework_of_example_configs_and_scripts(case, framework):
+    path = CORPUS_HEALTHY / case
+    text = path.read_text()
+    run = build_run(normalize(text), text=text, hint=path.suffix.lstrip("."))
+    assert run.framework == framework, [(h.name, h.score, h.evidence[:2]) for h in run.frameworks]

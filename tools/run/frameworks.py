@@ -63,8 +63,40 @@ def _code_mentions(lines, hits: dict[str, FrameworkHit]) -> None:
                 continue
             seen[name] = seen.get(name, 0) + 1
             h.lines.append(ln.no)
-            h.evidence.append(f"line {ln.no} names the {m.group(1)} package")
-            h.score += 2
+            launched = m.group(0).startswith(("-m ", "--module "))
+            h.evidence.append(f"line {ln.no} {'launches' if launched else 'names'} the {m.group(1)} package")
+            h.score += 4 if launched else 2
+
+
+# config keys only one framework writes (first dotted parts / top-level names of its YAML or overrides), read
+# beside engine/facts.FRAMEWORK_MARKERS: NeMo-RL examples/configs/grpo_math_1B.yaml (grpo:, policy:, loss_fn:),
+# ROLL examples/*/rlvr_config.yaml (actor_train:, actor_infer:, num_return_sequences_in_group), SkyRL
+# trainer.placement.* / generator.* overrides, AReaL examples/math/gsm8k_grpo.yaml (gconfig:, actor:, stats_logger:)
+_KEY_MARKERS: dict[str, re.Pattern[str]] = {
+    "nemo_rl": re.compile(r"^(?:grpo\.num_prompts_per_step|grpo\.num_generations_per_prompt|policy\.dtensor_cfg|"
+                          r"policy\.megatron_cfg|loss_fn\.reference_policy_kl_penalty)"),
+    "roll": re.compile(r"^(?:actor_train|actor_infer)\.|^num_return_sequences_in_group$"),
+    "skyrl": re.compile(r"^(?:trainer\.placement\.|generator\.(?:inference_engine_tensor_parallel_size|n_samples_per_prompt))"),
+    "areal": re.compile(r"^(?:gconfig\.|stats_logger\.|actor\.path$|recover\.mode$)"),
+}
+
+
+def _config_markers(facts, hits: dict[str, FrameworkHit]) -> None:
+    """Config keys of one framework: 1 point each for engine/facts.FRAMEWORK_MARKERS (some prefixes, such as verl's
+    ``data.``, other frameworks write too), 2 for _KEY_MARKERS, at most 3 keys per framework."""
+    from grpo_debug.tools.engine.facts import FRAMEWORK_MARKERS
+
+    markers = [(_MARKER_NAMES.get(m), rx, 1) for m, rx in FRAMEWORK_MARKERS.items()]
+    markers += [(n, rx, 2) for n, rx in _KEY_MARKERS.items()]
+    counted: dict[str, int] = {}
+    for f in facts.facts:
+        for name, rx, weight in markers:
+            if name and counted.get(name, 0) < 3 and rx.search(f.key):
+                counted[name] = counted.get(name, 0) + 1
+                h = _hit(hits, name)
+                h.lines.append(f.line)
+                h.evidence.append(f"config key {f.key} (line {f.line})")
+                h.score += weight
 
 
 def detect(lines, facts=None, formats=()) -> list[FrameworkHit]:
@@ -87,18 +119,7 @@ def detect(lines, facts=None, formats=()) -> list[FrameworkHit]:
                 h.score += 3
     _code_mentions(lines, hits)
     if facts is not None:
-        from grpo_debug.tools.engine.facts import FRAMEWORK_MARKERS
-
-        counted: dict[str, int] = {}
-        for f in facts.facts:
-            for marker, rx in FRAMEWORK_MARKERS.items():
-                name = _MARKER_NAMES.get(marker)
-                if name and counted.get(name, 0) < 3 and rx.search(f.key):
-                    counted[name] = counted.get(name, 0) + 1
-                    h = _hit(hits, name)
-                    h.lines.append(f.line)
-                    h.evidence.append(f"config key {f.key} (line {f.line})")
-                    h.score += 1
+        _config_markers(facts, hits)
     for fmt in sorted(formats):
         name = _FORMAT_NAMES.get(fmt)
         if name:
