@@ -102,7 +102,7 @@ def build_run(lines, *, metrics=None, facts=None, events=None, source: str = "<t
     """
     from grpo_debug.tools.engine.metrics import extract_metrics
     from grpo_debug.tools.run.frameworks import detect
-    from grpo_debug.tools.run.samples import extract_samples, quoted_samples, rich_table_samples
+    from grpo_debug.tools.run.samples import all_samples
 
     if metrics is None:
         metrics = extract_metrics(lines)
@@ -117,7 +117,7 @@ def build_run(lines, *, metrics=None, facts=None, events=None, source: str = "<t
     run = Run(source=source, frameworks=detect(lines, facts, metrics.formats), events=list(events))
     add_table(run, metrics)
     add_facts(run, facts)
-    run.samples = extract_samples(lines) + quoted_samples(lines) + rich_table_samples(lines)
+    run.samples = all_samples(lines)
     return run
 
 

@@ -124,3 +124,8 @@ def rich_table_samples(lines) -> list[Sample]:
         i += 1
     return out
 
+
+def all_samples(lines) -> list[Sample]:
+    """Every kind of sample above, in this order: verl prints, TRL rich tables, quotes in a report."""
+    return extract_samples(lines) + rich_table_samples(lines) + quoted_samples(lines)
+
