@@ -140,6 +140,61 @@ def _run_child(tok_text: str, stop: list[str], lookup: list[str], timeout: float
 
 
 @probe
+def _classify_stops(tok: "_Tok", stop_strings: list[str]) -> tuple[list[StopStringResult], list[int], list[str]]:
+    """Each stop string as one token (its id) or several (not usable as a stop_token_id), with advice."""
+    added = tok.added
+    results: list[StopStringResult] = []
+    single_ids: list[int] = []
+    multi: list[str] = []
+    for s in stop_strings:
+        ids, toks = tok.enc[s]
+        direct = tok.token_to_id(s)
+        is_added = s in added
+        if direct is not None and (is_added or ids == [direct] or not ids):
+            single, tid = True, direct
+        elif len(ids) == 1:
+            single, tid = True, ids[0]
+        else:
+            single, tid = False, None
+        if single:
+            single_ids.append(tid)
+            if is_added:
+                advice = (f"{s!r} is one added token (id {tid}): pass it in stop_token_ids; GPU-side match, "
+                          "no detokenizer work")
+            else:
+                advice = (f"{s!r} encodes to one ordinary vocabulary token (id {tid}) on its own; stop_token_ids "
+                          f"catches that id only - the model can also spell {s!r} with other tokens mid-text "
+                          "(check by tokenizing a sample response), so keep a regex check after generation")
+        else:
+            multi.append(s)
+            advice = (f"{s!r} is {len(ids)} tokens {ids}: it cannot be a stop_token_id (Relax guide). Stop on the "
+                      "chat-template turn terminator (e.g. <|im_end|>) and extract the answer with a regex after "
+                      "generation; keep it as a stop string only at low concurrency")
+        results.append(StopStringResult(text=s, ids=ids, tokens=toks, single_token=single, token_id=tid,
+                                        added_token=is_added, advice=advice))
+    return results, single_ids, multi
+
+
+def _eos_ids(fs: Confined, folder: Path, tcfg: dict | None, eos_token: str | None, tok: "_Tok") -> tuple[list[int], list[str]]:
+    """The eos ids from tokenizer_config.json / generation_config.json / config.json, and where each came from."""
+    eos_ids, eos_src = [], []
+    if tcfg is not None:
+        if eos_token:
+            eos_src.append("tokenizer_config.json")
+            tid = tok.token_to_id(eos_token)
+            if tid is not None:
+                eos_ids.append(tid)
+    for name in ("generation_config.json", "config.json"):
+        cfg = _load_json(fs, folder / name)
+        if cfg is not None and _ids(cfg.get("eos_token_id")):
+            eos_src.append(name)
+            eos_ids += _ids(cfg.get("eos_token_id"))
+            if name == "generation_config.json":
+                break  # generation_config is what vLLM/SGLang use; config.json is the fallback
+    eos_ids = list(dict.fromkeys(eos_ids))
+    return eos_ids, eos_src
+
+
 def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopTokenReport | Unknown:
     """Map each stop string to token ids with the local tokenizer at ``tokenizer_path`` (folder or tokenizer.json).
 
@@ -176,54 +231,9 @@ def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopT
                                "may be corrupt or its pre-tokenizer regex pathological; re-export it with "
                                "AutoTokenizer.from_pretrained(path).save_pretrained(path)"))
     tok = _Tok(answer)
-    added = tok.added
 
-    results: list[StopStringResult] = []
-    single_ids: list[int] = []
-    multi: list[str] = []
-    for s in stop_strings:
-        ids, toks = tok.enc[s]
-        direct = tok.token_to_id(s)
-        is_added = s in added
-        if direct is not None and (is_added or ids == [direct] or not ids):
-            single, tid = True, direct
-        elif len(ids) == 1:
-            single, tid = True, ids[0]
-        else:
-            single, tid = False, None
-        if single:
-            single_ids.append(tid)
-            if is_added:
-                advice = (f"{s!r} is one added token (id {tid}): pass it in stop_token_ids; GPU-side match, "
-                          "no detokenizer work")
-            else:
-                advice = (f"{s!r} encodes to one ordinary vocabulary token (id {tid}) on its own; stop_token_ids "
-                          f"catches that id only - the model can also spell {s!r} with other tokens mid-text "
-                          "(check by tokenizing a sample response), so keep a regex check after generation")
-        else:
-            multi.append(s)
-            advice = (f"{s!r} is {len(ids)} tokens {ids}: it cannot be a stop_token_id (Relax guide). Stop on the "
-                      "chat-template turn terminator (e.g. <|im_end|>) and extract the answer with a regex after "
-                      "generation; keep it as a stop string only at low concurrency")
-        results.append(StopStringResult(text=s, ids=ids, tokens=toks, single_token=single, token_id=tid,
-                                        added_token=is_added, advice=advice))
-
-    # eos from tokenizer_config.json / generation_config.json / config.json
-    eos_ids, eos_src = [], []
-    if tcfg is not None:
-        if eos_token:
-            eos_src.append("tokenizer_config.json")
-            tid = tok.token_to_id(eos_token)
-            if tid is not None:
-                eos_ids.append(tid)
-    for name in ("generation_config.json", "config.json"):
-        cfg = _load_json(fs, folder / name)
-        if cfg is not None and _ids(cfg.get("eos_token_id")):
-            eos_src.append(name)
-            eos_ids += _ids(cfg.get("eos_token_id"))
-            if name == "generation_config.json":
-                break  # generation_config is what vLLM/SGLang use; config.json is the fallback
-    eos_ids = list(dict.fromkeys(eos_ids))
+    results, single_ids, multi = _classify_stops(tok, stop_strings)
+    eos_ids, eos_src = _eos_ids(fs, folder, tcfg, eos_token, tok)
 
     turn, turn_id = None, None
     for t in TURN_TERMINATORS:
