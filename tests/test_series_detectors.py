@@ -239,3 +239,23 @@ def test_trl_rich_sample_table_rendered_by_rich():
     responses = [s for s in run.samples if s.role == "response"]
     assert [s.step for s in responses] == [42.0, 42.0] and responses[1].text == "4"
     assert garbled_samples(run).lines[0] == responses[0].lines[0]
+
+
+def test_every_rule_detector_signal_fits_its_detector():
+    """A detector signal's params are parameters of its detector; ``metric:`` only where the detector reads a
+    series by name (a run detector's ``metric`` or a table detector's ``keys``, match.run_detector)."""
+    import inspect
+
+    from grpo_debug.skills.loader import default_rules
+    from grpo_debug.skills.schema import DetectorSignal
+    from grpo_debug.tools.engine.detectors import DETECTORS
+
+    for rule in default_rules():
+        for sig in rule.match.signals():
+            if not isinstance(sig, DetectorSignal):
+                continue
+            accepted = set(inspect.signature(DETECTORS[sig.detector]).parameters)
+            wanted = set(sig.params) - {"metric"} | ({"keys"} if "metric" in sig.params else set())
+            if getattr(DETECTORS[sig.detector], "reads_run", False):
+                wanted = set(sig.params)
+            assert wanted <= accepted, (rule.id, sig.detector, wanted - accepted)
