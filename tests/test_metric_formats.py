@@ -136,3 +136,11 @@ def test_prose_mention_of_a_known_metric_with_a_range_corpus():
 def test_prose_ignores_unknown_keys_and_short_lines():
     t = _table("We changed my_custom_thing to 5 and some/path to 3 for the run\ngrad_norm: 5\n")
     assert "my_custom_thing" not in t.series and "some/path" not in t.series and "grad_norm" not in t.series
+
+
+def test_console_fields_get_canonical_names_in_the_run():
+    text = ("12:00:00 SUCCESS Step 12 |   1.23s | Loss 0.0123 | Entropy 0.4500 | Mismatch KL 0.0010 | "
+            "Grad. Norm 0.1200 | LR 1.00e-06\n")
+    run = build_run(normalize(text))
+    assert run.framework == "prime_rl"
+    assert run.series_of("grad_norm").raw_keys == ["Grad. Norm"] and run.series_of("logprob_mismatch").points[0].line == 1
