@@ -276,12 +276,8 @@ def _inspect_deepspeed(root: Path, names: list[str], issues: list[CheckpointIssu
     return info
 
 
-def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> HfInfo | None:
-    weight_like = [n for n in names if n.endswith((".safetensors", ".bin")) or n.endswith(".index.json")]
-    if "config.json" not in names and not weight_like:
-        return None
-    info = HfInfo(tokenizer_files=[n for n in TOKENIZER_FILES if n in names])
-
+def _hf_config(root: Path, names: list[str], info: HfInfo, issues: list[CheckpointIssue]) -> None:
+    """config.json: model type, dtype, architectures and sizes into ``info``."""
     cfg: dict = {}
     if "config.json" in names:
         data, err = _read_json(root / "config.json", 4 * 1024 * 1024)
@@ -305,6 +301,9 @@ def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> 
         issues.append(CheckpointIssue(severity="error", message="weight files but no config.json: not loadable as a HF model",
                                       fix="copy config.json (and tokenizer files) from the base model"))
 
+
+def _hf_side_files(root: Path, names: list[str], info: HfInfo, issues: list[CheckpointIssue]) -> None:
+    """The dtype the rollout engine will pick, tokenizer files, generation_config.json and its eos ids."""
     if info.torch_dtype in ("float32", "torch.float32"):
         issues.append(CheckpointIssue(
             severity="warning",
@@ -347,6 +346,80 @@ def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> 
                                           message=f"generation_config eos_token_id {bad} >= vocab_size {info.vocab_size}",
                                           fix="generation_config.json belongs to another model; copy the right one"))
 
+
+def _hf_indexed(root: Path, index_name: str, info: HfInfo, issues: list[CheckpointIssue]) -> None:
+    """Sharded weights with an index JSON: missing, empty or truncated shards."""
+    info.index_file = index_name
+    data, err = _read_json(root / index_name)
+    wm = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(wm, dict):
+        issues.append(CheckpointIssue(severity="error", message=f"{index_name} unreadable or without weight_map: {err or ''}".strip(),
+                                      fix=f"re-download {index_name}"))
+    else:
+        info.shards_expected = sorted(set(map(str, wm.values())))
+        info.shards_present = [s for s in info.shards_expected if _isfile(root / s)]
+        info.missing_shards = [s for s in info.shards_expected if s not in info.shards_present]
+        if info.missing_shards:
+            issues.append(CheckpointIssue(
+                severity="error",
+                message=f"{len(info.missing_shards)} of {len(info.shards_expected)} shards listed in {index_name} are missing: "
+                        f"{', '.join(info.missing_shards[:8])}{'...' if len(info.missing_shards) > 8 else ''}",
+                fix="re-download the missing shards (huggingface-cli download <repo> --local-dir <dir> resumes), or re-copy the save",
+            ))
+        empty = [s for s in info.shards_present if _size(root / s) == 0]
+        if empty:
+            issues.append(CheckpointIssue(severity="error", message=f"empty shard files: {', '.join(empty[:5])}",
+                                          fix="re-download or re-save them (interrupted write)"))
+        total = (data.get("metadata") or {}).get("total_size") if isinstance(data.get("metadata"), dict) else None
+        shard_bytes = sum(_size(root / s) for s in info.shards_present)
+        if isinstance(total, (int, float)) and not info.missing_shards and shard_bytes < total:
+            issues.append(CheckpointIssue(
+                severity="error",
+                message=f"shards hold {shard_bytes} bytes, less than the index metadata.total_size {int(total)}: truncated download",
+                fix="re-download the shards whose sizes differ from the hub's",
+            ))
+
+
+def _hf_unindexed(root: Path, names: list[str], present_weights: list[str], info: HfInfo,
+                  issues: list[CheckpointIssue]) -> None:
+    """One weights file, or shards without an index (their -i-of-n sequence checked)."""
+    single = next((n for n in ("model.safetensors", "pytorch_model.bin") if n in names), None)
+    info.single_file = single
+    # sharded files without an index: check the -0000i-of-0000n sequence
+    groups: dict[tuple[str, str, int, int], set[int]] = {}
+    for n in present_weights:
+        m = _SHARD_RE.match(n)
+        if m:
+            groups.setdefault((m["stem"], m["ext"], int(m["n"]), len(m["n"])), set()).add(int(m["i"]))
+    for (stem, ext, total_n, width), have in groups.items():
+        miss = [f"{stem}-{i:0{width}d}-of-{total_n:0{width}d}.{ext}" for i in range(1, total_n + 1) if i not in have]
+        info.shards_expected += [f"{stem}-{i:0{width}d}-of-{total_n:0{width}d}.{ext}" for i in range(1, total_n + 1)]
+        info.missing_shards += miss
+        issues.append(CheckpointIssue(
+            severity="error",
+            message=f"sharded weights ({stem}-*-of-{total_n:0{width}d}.{ext}) without an index JSON"
+                    + (f"; missing: {', '.join(miss[:8])}" if miss else ""),
+            fix=f"copy {'model.safetensors.index.json' if ext == 'safetensors' else 'pytorch_model.bin.index.json'} from the source"
+                + (" and the missing shards" if miss else ""),
+        ))
+    if not single and not groups and info.config_present:
+        issues.append(CheckpointIssue(
+            severity="error" if not present_weights else "warning",
+            message="config.json but no model.safetensors / pytorch_model.bin / index: not a loadable HF model folder"
+                    if not present_weights else f"unrecognised weight files: {', '.join(present_weights[:5])}",
+            fix="point at the folder that holds the weights, or convert the training checkpoint to HF first",
+        ))
+
+
+def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> HfInfo | None:
+    weight_like = [n for n in names if n.endswith((".safetensors", ".bin")) or n.endswith(".index.json")]
+    if "config.json" not in names and not weight_like:
+        return None
+    info = HfInfo(tokenizer_files=[n for n in TOKENIZER_FILES if n in names])
+
+    _hf_config(root, names, info, issues)
+    _hf_side_files(root, names, info, issues)
+
     # weights
     index_name = next((n for n in ("model.safetensors.index.json", "pytorch_model.bin.index.json") if n in names), None)
     present_weights = [n for n in names if n.endswith((".safetensors", ".bin")) and _isfile(root / n)]
@@ -364,62 +437,9 @@ def _inspect_hf(root: Path, names: list[str], issues: list[CheckpointIssue]) -> 
         ))
 
     if index_name:
-        info.index_file = index_name
-        data, err = _read_json(root / index_name)
-        wm = data.get("weight_map") if isinstance(data, dict) else None
-        if not isinstance(wm, dict):
-            issues.append(CheckpointIssue(severity="error", message=f"{index_name} unreadable or without weight_map: {err or ''}".strip(),
-                                          fix=f"re-download {index_name}"))
-        else:
-            info.shards_expected = sorted(set(map(str, wm.values())))
-            info.shards_present = [s for s in info.shards_expected if _isfile(root / s)]
-            info.missing_shards = [s for s in info.shards_expected if s not in info.shards_present]
-            if info.missing_shards:
-                issues.append(CheckpointIssue(
-                    severity="error",
-                    message=f"{len(info.missing_shards)} of {len(info.shards_expected)} shards listed in {index_name} are missing: "
-                            f"{', '.join(info.missing_shards[:8])}{'...' if len(info.missing_shards) > 8 else ''}",
-                    fix="re-download the missing shards (huggingface-cli download <repo> --local-dir <dir> resumes), or re-copy the save",
-                ))
-            empty = [s for s in info.shards_present if _size(root / s) == 0]
-            if empty:
-                issues.append(CheckpointIssue(severity="error", message=f"empty shard files: {', '.join(empty[:5])}",
-                                              fix="re-download or re-save them (interrupted write)"))
-            total = (data.get("metadata") or {}).get("total_size") if isinstance(data.get("metadata"), dict) else None
-            shard_bytes = sum(_size(root / s) for s in info.shards_present)
-            if isinstance(total, (int, float)) and not info.missing_shards and shard_bytes < total:
-                issues.append(CheckpointIssue(
-                    severity="error",
-                    message=f"shards hold {shard_bytes} bytes, less than the index metadata.total_size {int(total)}: truncated download",
-                    fix="re-download the shards whose sizes differ from the hub's",
-                ))
+        _hf_indexed(root, index_name, info, issues)
     else:
-        single = next((n for n in ("model.safetensors", "pytorch_model.bin") if n in names), None)
-        info.single_file = single
-        # sharded files without an index: check the -0000i-of-0000n sequence
-        groups: dict[tuple[str, str, int, int], set[int]] = {}
-        for n in present_weights:
-            m = _SHARD_RE.match(n)
-            if m:
-                groups.setdefault((m["stem"], m["ext"], int(m["n"]), len(m["n"])), set()).add(int(m["i"]))
-        for (stem, ext, total_n, width), have in groups.items():
-            miss = [f"{stem}-{i:0{width}d}-of-{total_n:0{width}d}.{ext}" for i in range(1, total_n + 1) if i not in have]
-            info.shards_expected += [f"{stem}-{i:0{width}d}-of-{total_n:0{width}d}.{ext}" for i in range(1, total_n + 1)]
-            info.missing_shards += miss
-            issues.append(CheckpointIssue(
-                severity="error",
-                message=f"sharded weights ({stem}-*-of-{total_n:0{width}d}.{ext}) without an index JSON"
-                        + (f"; missing: {', '.join(miss[:8])}" if miss else ""),
-                fix=f"copy {'model.safetensors.index.json' if ext == 'safetensors' else 'pytorch_model.bin.index.json'} from the source"
-                    + (" and the missing shards" if miss else ""),
-            ))
-        if not single and not groups and info.config_present:
-            issues.append(CheckpointIssue(
-                severity="error" if not present_weights else "warning",
-                message="config.json but no model.safetensors / pytorch_model.bin / index: not a loadable HF model folder"
-                        if not present_weights else f"unrecognised weight files: {', '.join(present_weights[:5])}",
-                fix="point at the folder that holds the weights, or convert the training checkpoint to HF first",
-            ))
+        _hf_unindexed(root, names, present_weights, info, issues)
     return info
 
 
