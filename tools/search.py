@@ -224,8 +224,8 @@ def rank_rules_for_query(text: str, rules: list[Rule], implied: tuple[str, ...] 
 
 _PROSE = re.compile(r"\b(?:my|our|why|how|what|when|where|which|does|did|is|are|was|were|can|could|should|"
                     r"i|we|it|keeps?|help|after|before|goes?|went|becomes?|all)\b", re.I)
-_LOG_SHAPE = re.compile(r"Traceback|^\s*File \"|\w+Error\b|^\s*[\w.\-/]+\s*[=:]\s*\S+\s*$|\d{2}:\d{2}:\d{2}|"
-                        r"^\s*\{|^\s*--\w|[\w/]+[:=]\s*-?\d[\d.e+-]*\s*[,|]?\s*[\w/]+[:=]\s*-?\d", re.M)
+_LOG_SHAPE = re.compile(r"Traceback|^[ \t]*File \"|(?<!\w)\w+Error\b|^[ \t]*[\w.\-/]+\s*[=:]\s*\S+\s*$|\d{2}:\d{2}:\d{2}|"
+                        r"^[ \t]*\{|^[ \t]*--\w|(?<![\w/])[\w/]+[:=]\s*-?\d[\d.e+-]*\s*[,|]?\s*[\w/]+[:=]\s*-?\d", re.M)
 
 
 def reads_as_question(text: str) -> bool:

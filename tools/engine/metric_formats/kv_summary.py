@@ -11,7 +11,7 @@ import re
 
 from grpo_debug.tools.engine.values import to_float
 
-_PAIR = re.compile(r"([A-Za-z_][\w./-]{0,120}):\s?(\S+)")
+_PAIR = re.compile(r"(?<![\w./-])([A-Za-z_][\w./-]{0,120}):\s?(\S+)")  # keys start only at a key's start: linear
 _GAP = re.compile(r"\s{2,}|\t")
 
 

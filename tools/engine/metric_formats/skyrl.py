@@ -16,7 +16,7 @@ from grpo_debug.tools.engine.values import numeric, parse_dict_text
 
 MAX_LINES = 2000
 _HEAD = re.compile(r"\bStep (\d+):\s*$")
-_KEY = re.compile(r"""^\s*\{?\s*['"]([^'"]+)['"]\s*:""")
+_KEY = re.compile(r"""^\s*(?:\{\s*)?['"]([^'"]+)['"]\s*:""")  # no \s*\{?\s* (quadratic on blank lines)
 
 
 def skyrl_block(lines, i: int, table, state: dict) -> int:

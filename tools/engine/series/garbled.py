@@ -22,7 +22,8 @@ from grpo_debug.tools.run.model import Run
 _BLOCKS = ((0x41, 0x24F, "latin"), (0x370, 0x3FF, "greek"), (0x400, 0x4FF, "cyrillic"), (0x590, 0x5FF, "hebrew"),
            (0x600, 0x6FF, "arabic"), (0x900, 0x97F, "devanagari"), (0xE00, 0xE7F, "thai"), (0x3040, 0x30FF, "kana"),
            (0x4E00, 0x9FFF, "cjk"), (0xAC00, 0xD7AF, "hangul"))
-_REPEAT = re.compile(r"(.{1,12}?)(?:\s?\1){7,}$", re.S)
+# the unit starts with a non-blank, so \s? and \1 never compete for one blank (that was exponential)
+_REPEAT = re.compile(r"(\S.{0,11}?)(?:\s?\1){7,}$", re.S)
 
 
 def _script(c: str) -> str | None:
