@@ -116,7 +116,7 @@ async def _heavy(pool: HeavyPool, tool: str, fn):
     except Busy as e:
         raise ToolError(f"{tool}: {e}") from None
     except DeadlineExceeded as e:
-        raise ToolError(f"{tool} {e} (the server's per-call deadline: serve --call-timeout or ${TIMEOUT_ENV}); "
+        raise ToolError(f"{tool} {e} (the server's per-call deadline, ${TIMEOUT_ENV}); "
                         "give a smaller input, e.g. the part of the log around the first error") from None
 
 
