@@ -88,14 +88,20 @@ def _is_gpu_profile(r: Rule) -> bool:
                             for n in (s.name, *s.aliases) if len(n) > 3)
 
 
+def _best_status(r: Rule) -> str:
+    order = {"verified": 0, "partial": 1, "unverified": 2, "not_found": 3}  # as families/common.best_status
+    return min((x.status for x in r.sources), key=lambda x: order[x])
+
+
 _TITLE_PREFIX = {"precaution": "(not in this input) ", "conditional": "(if it applies) "}
 
 
 def _item(r: Rule, status: str, body: str, **fields: Any) -> Item:
     """A recommendation; the rule's title (a statement about a run) is marked when it is not about this input."""
-    from grpo_debug.tools.families.common import rule_item
-
-    it = rule_item(r, kind="recommendation", body=body, why=r.why, safety=r.fix.safety, status=status, **fields)
+    it = Item(kind="recommendation", id=r.id, title=r.title, body=body, verification=_best_status(r),
+              fields={"symptom": r.symptom, "fix": r.fix.summary, "confidence": r.confidence,
+                      "frameworks": r.applies_to.frameworks, "seed_refs": r.seed_refs, "why": r.why,
+                      "safety": r.fix.safety, "status": status, **fields})
     it.title = _TITLE_PREFIX.get(status, "") + it.title
     return it
 
