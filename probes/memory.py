@@ -115,6 +115,154 @@ def params_from_config(cfg: dict[str, Any]) -> tuple[float, str]:
     return float(total), formula
 
 
+def _validate(dtype: str, optimizer: str, zero_stage: int, smallest: int, lora_rank: int,
+              rollout_mem_fraction: float) -> tuple[str, str]:
+    """The dtype and optimizer keys of the tables; ValueError naming what is out of range."""
+    dkey = dtype.lower()
+    if dkey not in DTYPE_BYTES:
+        raise ValueError(f"dtype {dtype!r} not one of {sorted(DTYPE_BYTES)}")
+    okey = optimizer.lower().replace("-", "_")
+    if okey not in OPT_BYTES_MIXED:
+        raise ValueError(f"optimizer {optimizer!r} not one of {sorted(OPT_BYTES_MIXED)}")
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError("zero_stage must be 0, 1, 2 or 3")
+    if smallest < 1 or lora_rank < 0 or not 0 <= rollout_mem_fraction < 1:
+        raise ValueError("dp, tp, pp, micro_batch, seq_len must be >= 1, lora_rank >= 0, 0 <= rollout_mem_fraction < 1")
+
+    return dkey, okey
+
+
+def _shape(params_b: float | None, config_json: str | None, hidden_size: int | None, num_layers: int | None,
+           vocab_size: int | None, assumptions: list[str]) -> tuple[float, int, int, int]:
+    """Parameters, hidden size, layers and vocabulary: as given, from config.json, or assumed (said in ``assumptions``)."""
+    cfg: dict[str, Any] = {}
+    if config_json:
+        cfg = _load_config(config_json)
+    h = hidden_size or (int(cfg["hidden_size"]) if cfg.get("hidden_size") else None)
+    L = num_layers or (int(cfg["num_hidden_layers"]) if cfg.get("num_hidden_layers") else None)
+    V = vocab_size or (int(cfg["vocab_size"]) if cfg.get("vocab_size") else None)
+    if params_b is not None:
+        P = params_b * 1e9
+        assumptions.append(f"parameters: {params_b:g}B as given")
+    elif cfg.get("hidden_size") and cfg.get("num_hidden_layers"):
+        P, f = params_from_config(cfg)
+        assumptions.append(f"parameters estimated from config.json: {P / 1e9:.2f}B = {f}")
+    else:
+        raise ValueError("pass params_b or a config_json with hidden_size and num_hidden_layers")
+    if h is None or L is None:
+        # Typical dense shape: P ~ 12*L*h^2 with h ~ 128*L (Llama-2-7B 4096/32, Qwen2.5-7B 3584/28).
+        Lg = max(1, round((P / (12 * 128 ** 2)) ** (1 / 3)))
+        L = L or Lg
+        h = h or int(math.sqrt(P / (12 * L)))
+        assumptions.append(f"hidden_size/num_layers not given: assumed h={h}, L={L} from P ~ 12*L*h^2 with h ~ 128*L")
+    if V is None:
+        V = 128_256
+        assumptions.append("vocab_size not given: assumed 128,256 (Llama 3); Qwen2.5 is 151,936")
+
+    return P, h, L, V
+
+
+def _verdict(total: float, gpu_gib: float | None, gpu: str) -> tuple[float | None, bool | None, str]:
+    """Headroom, whether it fits, and the verdict in words (tight under 10% headroom)."""
+    if gpu_gib is not None:
+        head = gpu_gib - total
+        fits = head >= 0
+        if not fits:
+            verdict = f"does not fit: {total:.1f} GiB > {gpu_gib:g} GiB ({-head:.1f} GiB over)"
+        elif head < 0.1 * gpu_gib:
+            verdict = f"tight: {total:.1f} of {gpu_gib:g} GiB, {head:.1f} GiB headroom (< 10%; fragmentation may OOM)"
+        else:
+            verdict = f"fits: {total:.1f} of {gpu_gib:g} GiB, {head:.1f} GiB headroom"
+    else:
+        head, fits, verdict = None, None, f"{total:.1f} GiB per GPU (GPU {gpu!r} unknown)"
+
+    return head, fits, verdict
+
+
+def _activations(add, s: int, b: int, h: int, L: int, tp: int, V: int, gradient_checkpointing: bool,
+                 assumptions: list[str]) -> None:
+    """The activation and logits components (Korthikanti et al. 2022; fp32 logits for the log-prob pass)."""
+    if gradient_checkpointing:
+        act = 2 * s * b * h * L / tp + 34 * s * b * h / tp
+        add("activations", act, f"2*s*b*h*L/tp + 34*s*b*h/tp (layer inputs kept + one layer recomputed; s={s}, b={b}, h={h}, L={L})",
+            KORTH, "full recomputation; flash attention (no 5*a*s^2*b score term)")
+    else:
+        act = 34 * s * b * h * L / tp
+        add("activations", act, f"34*s*b*h*L/tp (s={s}, b={b}, h={h}, L={L})", KORTH,
+            "no recomputation; flash attention (no 5*a*s^2*b score term)")
+    assumptions.append("activations: 16-bit, flash attention, sequence parallel with tp; with pp and 1F1B the first "
+                       "stage holds pp micro-batches in flight, so pp does not reduce it (Korthikanti sec. 4.2.3); "
+                       "34 assumes a 4h MLP, SwiGLU FFNs differ")
+
+    logits = s * b * V * 4 / tp
+    add("logits", logits, f"s*b*V*4/tp (fp32 logits for the log-prob pass; V={V})", "arithmetic (fp32 = 4 bytes)",
+        "log_softmax / entropy can hold 2-3 such tensors transiently; chunked log-prob kernels avoid it")
+
+
+
+def _reference(add, P: float, mp: int, shard_w: int, shard_w_txt: str, ref_model: bool, lora_rank: int,
+               ref_offload: bool, assumptions: list[str]) -> None:
+    """The reference policy's weights: none, the actor itself (LoRA), offloaded, or a bf16 copy sharded like the actor."""
+    if not ref_model:
+        add("ref_model", 0.0, "no reference model (KL off)", "configuration")
+    elif lora_rank > 0:
+        add("ref_model", 0.0, "0: LoRA reference = actor with the adapter disabled",
+            "verl fsdp_workers (ref_in_actor when lora_rank > 0)")
+        assumptions.append("LoRA: the reference policy is the actor with the adapter disabled (verl), no second copy")
+    elif ref_offload:
+        add("ref_model", 0.0, "0: reference weights offloaded to CPU between ref log-prob passes", "configuration")
+    else:
+        add("ref_model", P * 2 / mp / shard_w, f"P*2{shard_w_txt} (bf16, sharded like the actor)", ZERO)
+
+
+def _runtime(add, gpu: str, rollout_mem_fraction: float, assumptions: list[str]):
+    """The colocated rollout engine's reserved fraction and the CUDA context; the GPU spec and its GiB."""
+    spec = find_gpu(gpu)
+    gpu_gib = float(spec.memory_gb) if spec else None
+    if spec:
+        assumptions.append(f"GPU {spec.name}: {spec.memory_gb:g} GB treated as GiB (device GB are binary in practice: "
+                           "an RTX 4090 reports 24564 MiB)")
+    else:
+        assumptions.append(f"GPU {gpu!r} not in the spec table (skills/gpus.yaml): fit not judged")
+    if rollout_mem_fraction > 0:
+        if gpu_gib is None:
+            raise ValueError("rollout_mem_fraction needs a known gpu")
+        add("rollout_engine", rollout_mem_fraction * gpu_gib * GiB,
+            f"{rollout_mem_fraction:g} * {gpu_gib:g} GiB (vLLM gpu_memory_utilization / SGLang mem_fraction_static)",
+            "vLLM / SGLang engine arguments")
+        assumptions.append("colocated rollout engine keeps its reserved fraction during training (no sleep/offload); "
+                           "with vLLM sleep mode / SGLang release_memory_occupation most of it is freed - set 0 then")
+    add("cuda_context", CUDA_CONTEXT_GIB * GiB, f"{CUDA_CONTEXT_GIB:g} GiB fixed", "assumption",
+        "CUDA context, cuBLAS workspace, NCCL buffers; allocator fragmentation not included")
+    assumptions.append("all components summed as resident at once: an upper bound for the training phase")
+    return spec, gpu_gib
+
+
+def _sharding(dtype: str, optimizer: str, dkey: str, okey: str, fsdp: bool, zero_stage: int, dp: int, tp: int,
+              pp: int, lora_rank: int, assumptions: list[str]) -> tuple[int, int, int, int, int, int]:
+    """(tp*pp, the dp shard factors of weights, gradients and optimizer state, weight bytes, optimizer bytes)."""
+    mp = tp * pp
+    stage = 3 if fsdp else zero_stage
+    if fsdp:
+        assumptions.append("fsdp=True: FSDP FULL_SHARD shards weights, gradients and optimizer state over dp like ZeRO stage 3")
+    if stage > 0 and dp == 1 and lora_rank == 0:
+        assumptions.append(f"ZeRO stage {stage} at dp=1 shards nothing: 16 bytes/param at any stage "
+                           "(derivation zero3-single-rank-overhead)")
+    shard_w = dp if stage >= 3 else 1
+    shard_g = dp if stage >= 2 else 1
+    shard_o = dp if stage >= 1 else 1
+    assumptions.append(f"model states divided by tp*pp = {mp} (each rank holds 1/(tp*pp) of the layers' weights)")
+
+    wb = DTYPE_BYTES[dkey]
+    mixed = wb == 2
+    ob = (OPT_BYTES_MIXED if mixed else OPT_BYTES_FP32)[okey]
+    assumptions.append(
+        f"{dtype} weights and gradients ({wb} bytes each); optimizer {optimizer}: {ob} bytes/trainable param"
+        + (" (fp32 master 4 + momentum 4 + variance 4)" if mixed and okey in ("adam", "adamw") else "")
+        + ". Megatron-LM keeps fp32 main gradients (+2 bytes/param, 18 total) - not modelled")
+    return mp, shard_w, shard_g, shard_o, wb, ob
+
+
 @probe
 def estimate_memory(
     params_b: float | None = None,
@@ -146,63 +294,13 @@ def estimate_memory(
     ``hidden_size``, ``num_layers`` and ``vocab_size`` override what the config says.
     """
     assumptions: list[str] = []
-    dkey = dtype.lower()
-    if dkey not in DTYPE_BYTES:
-        raise ValueError(f"dtype {dtype!r} not one of {sorted(DTYPE_BYTES)}")
-    okey = optimizer.lower().replace("-", "_")
-    if okey not in OPT_BYTES_MIXED:
-        raise ValueError(f"optimizer {optimizer!r} not one of {sorted(OPT_BYTES_MIXED)}")
-    if zero_stage not in (0, 1, 2, 3):
-        raise ValueError("zero_stage must be 0, 1, 2 or 3")
-    if min(dp, tp, pp, micro_batch, seq_len) < 1 or lora_rank < 0 or not 0 <= rollout_mem_fraction < 1:
-        raise ValueError("dp, tp, pp, micro_batch, seq_len must be >= 1, lora_rank >= 0, 0 <= rollout_mem_fraction < 1")
+    dkey, okey = _validate(dtype, optimizer, zero_stage, min(dp, tp, pp, micro_batch, seq_len), lora_rank,
+                           rollout_mem_fraction)
 
-    # ---- model shape -------------------------------------------------------------------------------------
-    cfg: dict[str, Any] = {}
-    if config_json:
-        cfg = _load_config(config_json)
-    h = hidden_size or (int(cfg["hidden_size"]) if cfg.get("hidden_size") else None)
-    L = num_layers or (int(cfg["num_hidden_layers"]) if cfg.get("num_hidden_layers") else None)
-    V = vocab_size or (int(cfg["vocab_size"]) if cfg.get("vocab_size") else None)
-    if params_b is not None:
-        P = params_b * 1e9
-        assumptions.append(f"parameters: {params_b:g}B as given")
-    elif cfg.get("hidden_size") and cfg.get("num_hidden_layers"):
-        P, f = params_from_config(cfg)
-        assumptions.append(f"parameters estimated from config.json: {P / 1e9:.2f}B = {f}")
-    else:
-        raise ValueError("pass params_b or a config_json with hidden_size and num_hidden_layers")
-    if h is None or L is None:
-        # Typical dense shape: P ~ 12*L*h^2 with h ~ 128*L (Llama-2-7B 4096/32, Qwen2.5-7B 3584/28).
-        Lg = max(1, round((P / (12 * 128 ** 2)) ** (1 / 3)))
-        L = L or Lg
-        h = h or int(math.sqrt(P / (12 * L)))
-        assumptions.append(f"hidden_size/num_layers not given: assumed h={h}, L={L} from P ~ 12*L*h^2 with h ~ 128*L")
-    if V is None:
-        V = 128_256
-        assumptions.append("vocab_size not given: assumed 128,256 (Llama 3); Qwen2.5 is 151,936")
+    P, h, L, V = _shape(params_b, config_json, hidden_size, num_layers, vocab_size, assumptions)
 
-    # ---- sharding ------------------------------------------------------------------------------------------
-    mp = tp * pp
-    stage = 3 if fsdp else zero_stage
-    if fsdp:
-        assumptions.append("fsdp=True: FSDP FULL_SHARD shards weights, gradients and optimizer state over dp like ZeRO stage 3")
-    if stage > 0 and dp == 1 and lora_rank == 0:
-        assumptions.append(f"ZeRO stage {stage} at dp=1 shards nothing: 16 bytes/param at any stage "
-                           "(derivation zero3-single-rank-overhead)")
-    shard_w = dp if stage >= 3 else 1
-    shard_g = dp if stage >= 2 else 1
-    shard_o = dp if stage >= 1 else 1
-    assumptions.append(f"model states divided by tp*pp = {mp} (each rank holds 1/(tp*pp) of the layers' weights)")
-
-    wb = DTYPE_BYTES[dkey]
-    mixed = wb == 2
-    ob = (OPT_BYTES_MIXED if mixed else OPT_BYTES_FP32)[okey]
-    assumptions.append(
-        f"{dtype} weights and gradients ({wb} bytes each); optimizer {optimizer}: {ob} bytes/trainable param"
-        + (" (fp32 master 4 + momentum 4 + variance 4)" if mixed and okey in ("adam", "adamw") else "")
-        + ". Megatron-LM keeps fp32 main gradients (+2 bytes/param, 18 total) - not modelled")
-
+    mp, shard_w, shard_g, shard_o, wb, ob = _sharding(dtype, optimizer, dkey, okey, fsdp, zero_stage, dp, tp, pp,
+                                                       lora_rank, assumptions)
     comps: list[MemoryComponent] = []
 
     def add(name: str, nbytes: float, formula: str, source: str, note: str = "") -> None:
@@ -233,68 +331,11 @@ def estimate_memory(
         trainable = P
         states = w_bytes + g + o
 
-    # ---- reference model -----------------------------------------------------------------------------------
-    if not ref_model:
-        add("ref_model", 0.0, "no reference model (KL off)", "configuration")
-    elif lora_rank > 0:
-        add("ref_model", 0.0, "0: LoRA reference = actor with the adapter disabled",
-            "verl fsdp_workers (ref_in_actor when lora_rank > 0)")
-        assumptions.append("LoRA: the reference policy is the actor with the adapter disabled (verl), no second copy")
-    elif ref_offload:
-        add("ref_model", 0.0, "0: reference weights offloaded to CPU between ref log-prob passes", "configuration")
-    else:
-        add("ref_model", P * 2 / mp / shard_w, f"P*2{shard_w_txt} (bf16, sharded like the actor)", ZERO)
-
-    # ---- activations ---------------------------------------------------------------------------------------
-    s, b = seq_len, micro_batch
-    if gradient_checkpointing:
-        act = 2 * s * b * h * L / tp + 34 * s * b * h / tp
-        add("activations", act, f"2*s*b*h*L/tp + 34*s*b*h/tp (layer inputs kept + one layer recomputed; s={s}, b={b}, h={h}, L={L})",
-            KORTH, "full recomputation; flash attention (no 5*a*s^2*b score term)")
-    else:
-        act = 34 * s * b * h * L / tp
-        add("activations", act, f"34*s*b*h*L/tp (s={s}, b={b}, h={h}, L={L})", KORTH,
-            "no recomputation; flash attention (no 5*a*s^2*b score term)")
-    assumptions.append("activations: 16-bit, flash attention, sequence parallel with tp; with pp and 1F1B the first "
-                       "stage holds pp micro-batches in flight, so pp does not reduce it (Korthikanti sec. 4.2.3); "
-                       "34 assumes a 4h MLP, SwiGLU FFNs differ")
-
-    logits = s * b * V * 4 / tp
-    add("logits", logits, f"s*b*V*4/tp (fp32 logits for the log-prob pass; V={V})", "arithmetic (fp32 = 4 bytes)",
-        "log_softmax / entropy can hold 2-3 such tensors transiently; chunked log-prob kernels avoid it")
-
-    # ---- rollout engine + runtime --------------------------------------------------------------------------
-    spec = find_gpu(gpu)
-    gpu_gib = float(spec.memory_gb) if spec else None
-    if spec:
-        assumptions.append(f"GPU {spec.name}: {spec.memory_gb:g} GB treated as GiB (device GB are binary in practice: "
-                           "an RTX 4090 reports 24564 MiB)")
-    else:
-        assumptions.append(f"GPU {gpu!r} not in the spec table (skills/gpus.yaml): fit not judged")
-    if rollout_mem_fraction > 0:
-        if gpu_gib is None:
-            raise ValueError("rollout_mem_fraction needs a known gpu")
-        add("rollout_engine", rollout_mem_fraction * gpu_gib * GiB,
-            f"{rollout_mem_fraction:g} * {gpu_gib:g} GiB (vLLM gpu_memory_utilization / SGLang mem_fraction_static)",
-            "vLLM / SGLang engine arguments")
-        assumptions.append("colocated rollout engine keeps its reserved fraction during training (no sleep/offload); "
-                           "with vLLM sleep mode / SGLang release_memory_occupation most of it is freed - set 0 then")
-    add("cuda_context", CUDA_CONTEXT_GIB * GiB, f"{CUDA_CONTEXT_GIB:g} GiB fixed", "assumption",
-        "CUDA context, cuBLAS workspace, NCCL buffers; allocator fragmentation not included")
-    assumptions.append("all components summed as resident at once: an upper bound for the training phase")
-
+    _reference(add, P, mp, shard_w, shard_w_txt, ref_model, lora_rank, ref_offload, assumptions)
+    _activations(add, seq_len, micro_batch, h, L, tp, V, gradient_checkpointing, assumptions)
+    spec, gpu_gib = _runtime(add, gpu, rollout_mem_fraction, assumptions)
     total = sum(c.gib for c in comps)
-    if gpu_gib is not None:
-        head = gpu_gib - total
-        fits = head >= 0
-        if not fits:
-            verdict = f"does not fit: {total:.1f} GiB > {gpu_gib:g} GiB ({-head:.1f} GiB over)"
-        elif head < 0.1 * gpu_gib:
-            verdict = f"tight: {total:.1f} of {gpu_gib:g} GiB, {head:.1f} GiB headroom (< 10%; fragmentation may OOM)"
-        else:
-            verdict = f"fits: {total:.1f} of {gpu_gib:g} GiB, {head:.1f} GiB headroom"
-    else:
-        head, fits, verdict = None, None, f"{total:.1f} GiB per GPU (GPU {gpu!r} unknown)"
+    head, fits, verdict = _verdict(total, gpu_gib, gpu)
 
     return MemoryEstimate(
         params_b=P / 1e9, trainable_params_b=trainable / 1e9, hidden_size=h, num_layers=L, vocab_size=V,

@@ -139,7 +139,6 @@ def _run_child(tok_text: str, stop: list[str], lookup: list[str], timeout: float
         return {"error": f"the tokenizer process died (exit {p.returncode}){': ' + why[:200] if why else ''}"}
 
 
-@probe
 def _classify_stops(tok: "_Tok", stop_strings: list[str]) -> tuple[list[StopStringResult], list[int], list[str]]:
     """Each stop string as one token (its id) or several (not usable as a stop_token_id), with advice."""
     added = tok.added
@@ -195,6 +194,7 @@ def _eos_ids(fs: Confined, folder: Path, tcfg: dict | None, eos_token: str | Non
     return eos_ids, eos_src
 
 
+@probe
 def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopTokenReport | Unknown:
     """Map each stop string to token ids with the local tokenizer at ``tokenizer_path`` (folder or tokenizer.json).
 
