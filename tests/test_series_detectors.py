@@ -259,3 +259,17 @@ def test_every_rule_detector_signal_fits_its_detector():
             if getattr(DETECTORS[sig.detector], "reads_run", False):
                 wanted = set(sig.params)
             assert wanted <= accepted, (rule.id, sig.detector, wanted - accepted)
+
+
+def test_rule_about_another_trainer_does_not_fire_on_a_clear_run():
+    """A slime-only config rule stays quiet on a script that launches OpenRLHF (corpus healthy input), and still
+    fires on a slime launch."""
+    from grpo_debug.tools.triage import triage
+
+    healthy = Path(__file__).resolve().parent / "data" / "corpus" / "healthy" / \
+        "openrlhf-reinforce-baseline-hybrid-engine-script" / "input.sh"
+    ids = [c.rule_id for f in triage(path=str(healthy)).findings for c in f.causes]
+    assert "slime-max-tokens-per-gpu-without-dynamic-batch" not in ids
+    slime = "python3 train.py --max-tokens-per-gpu 9216 --rollout-num-gpus 4 --rollout-max-response-len 8192\n"
+    ids = [c.rule_id for f in triage(text=slime).findings for c in f.causes]
+    assert "slime-max-tokens-per-gpu-without-dynamic-batch" in ids

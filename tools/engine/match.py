@@ -252,8 +252,34 @@ def _eval_match(m: Match, ctx: Context, mode: str) -> list[SignalResult] | None:
     return results
 
 
+# trainer frameworks (a rule about a library such as vLLM or DeepSpeed applies under any trainer); Relax is a slime
+# derivative and reads slime's flags, the HF Trainer is TRL's base
+TRAINERS = {"verl", "slime", "relax", "openrlhf", "trl", "skyrl", "areal", "nemo_rl", "roll", "prime_rl", "rllm",
+            "pipelinerl", "paddlenlp", "hf_trainer"}
+_KIN = {"relax": "slime", "hf_trainer": "trl"}
+
+
+def other_trainer(rule: Rule, ctx: Context) -> str | None:
+    """The trainer the run clearly is when ``rule`` is about one or two other trainers only, else None.
+
+    Clearly: the run model's most evident framework is a trainer with score >= 4 (a launched ``-m`` package, or a
+    version line plus config keys; tools/run/frameworks.py). A rule that names a library or three or more
+    frameworks is general and never gated; nor is one whose framework the input shows at all."""
+    names = {f.lower().replace("-", "_") for f in rule.applies_to.frameworks}
+    if ctx.query or not names or len(names) > 2 or not names <= TRAINERS:
+        return None
+    fws = ctx.run.frameworks
+    if not fws or fws[0].name not in TRAINERS or fws[0].score < 4:
+        return None
+    shown = {h.name for h in fws} | {_KIN.get(h.name, h.name) for h in fws}
+    return None if (names | {_KIN.get(n, n) for n in names}) & shown else fws[0].name
+
+
 def evaluate(rule: Rule, ctx: Context, *, mode: str = "triage") -> RuleHit | None:
-    """Evaluate ``rule``. In triage mode query signals never hold (they route free-text questions)."""
+    """Evaluate ``rule``. In triage mode query signals never hold (they route free-text questions); a rule about
+    other trainers than the one the run clearly is does not fire (:func:`other_trainer`)."""
+    if mode == "triage" and other_trainer(rule, ctx):
+        return None
     results = _eval_match(rule.match, ctx, mode)
     if results is None:
         return None
