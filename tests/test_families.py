@@ -109,6 +109,7 @@ def test_cli_families_text_and_json(capsys):
     assert "unknown GPU" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # one interpreter per operation
 @pytest.mark.parametrize("family", list(SEED_SCRIPTS))
 def test_seed_command_lines(family, tmp_path):
     """The seed's exact command lines, each operation, from the checkout (`python3 tools/<script> op`)."""

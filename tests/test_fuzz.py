@@ -18,6 +18,8 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+pytestmark = pytest.mark.slow  # property-based: hundreds of generated inputs per test
 from mcp import Client
 
 from grpo_debug.server.app import build_server

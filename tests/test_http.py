@@ -20,7 +20,7 @@ from mcp.types import ResourceTemplateReference
 from grpo_debug.server.app import MAX_TEXT_BYTES, build_server
 from grpo_debug.server.paths import PathNotAllowed, default_roots, resolve_path
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # real servers on real sockets
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}

@@ -66,6 +66,7 @@ def test_binary_input_is_refused(tmp_path, capsys):
     assert main(["nan_guide", "check", str(lib)]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_serve_in_a_terminal_says_it_waits_for_a_client():
     master, slave = os.openpty()

@@ -250,6 +250,7 @@ def test_match_spec(name, spec):
 # ------------------------------------------------------------------------------------------------ numerics
 
 
+@pytest.mark.slow  # a torch subprocess
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 def test_numerics_cpu_real_torch():
     rep = num_mod.run_numerics("cpu", timeout=120)
@@ -269,6 +270,7 @@ def test_numerics_cpu_real_torch():
     assert rep.wall_s["cpu"] > 0
 
 
+@pytest.mark.slow  # a torch subprocess
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 def test_numerics_cuda_refused_without_gpu_facts():
     rep = num_mod.run_numerics("cuda", nvml=no_lib_nvml(), timeout=120)
@@ -381,6 +383,7 @@ def test_gpu_bf16_false_for_old_gpu_not_in_table():
     assert f["probe.gpu_bf16"] is False and f["probe.gpu_busy"] is False
 
 
+@pytest.mark.slow  # a torch subprocess
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 def test_collect_host_with_numerics_cpu():
     rep = collect_mod.collect_host(numerics=True, device="cpu", runner=runner_127, nvml=no_lib_nvml(), timeout=120)

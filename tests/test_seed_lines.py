@@ -53,6 +53,7 @@ def _run(line: str) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
+@pytest.mark.slow  # 22 interpreters; the same operations run in-process in test_whole_views_* below
 def test_every_seed_line_as_written_answers():
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(_run, SEED_LINES))

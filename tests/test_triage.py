@@ -99,6 +99,7 @@ def _totals(line: str) -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"(symptom|cause|evidence) (\d+)/\d+", line)}
 
 
+@pytest.mark.slow  # scores every case with the shared scorer, one process per case
 @pytest.mark.skipif(not (CASES.is_dir() and SCORER.exists()), reason="../shared/cases not present")
 def test_shared_cases_score():
     """The shared cases keep their floor: symptom >= 18, cause >= 17, evidence >= 16."""
@@ -106,6 +107,7 @@ def test_shared_cases_score():
     assert t["symptom"] >= 18 and t["cause"] >= 17 and t["evidence"] >= 16, t
 
 
+@pytest.mark.slow  # scores every case with the shared scorer, one process per case
 @pytest.mark.skipif(not (HELDOUT.is_dir() and SCORER.exists()), reason="held-out style cases not present")
 def test_heldout_style_cases_score():
     """Cases a helper derived from other real reports (tests/data/cases_heldout, each with its source URL)."""
