@@ -35,6 +35,7 @@ def _found(text: str) -> dict[str, V.VersionHit]:
     ("- TRL version: 0.17.0.dev0+1884ff1", "trl", "0.17.0.dev0"),                          # trl env
     ("- `transformers` version: 4.57.1", "transformers", "4.57.1"),                        # transformers env
     ("- PyTorch version: 2.5.1", "torch", "2.5.1"),
+    ("- PyTorch version (GPU?): 2.1.0+cu121 (True)", "torch", "2.1.0"),                # transformers env
     ("INFO 05-11 09:41:06 [api_server.py:1043] vLLM API server version 0.8.5.post1", "vllm", "0.8.5.post1"),
     ("p5:62571:62571 [1] NCCL INFO NCCL version 2.26.2+cuda12.2", "nccl", "2.26.2"),
     ("[2024-03-08 16:40:12,551] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.14.0, "
@@ -243,6 +244,13 @@ def test_trl_start_up_message_of_the_users_release():
     assert "must be evenly divisible by the number of generations per prompt" in speak(text, rule, old, {"trl"})
     new, _ = V.parse_versions_arg("trl=0.21.0")
     assert speak(text, rule, new, {"trl"}) == "Your trl 0.21.0 prints 'must be divisible by num_generations'. " + text
+    why = speak(rule.why, rule, new, {"trl"}, replace=False)  # the history stays as written
+    assert why == "Your trl 0.21.0 prints 'must be divisible by num_generations'. " + rule.why
+    r = triage(text="trl==0.19.1\n# accelerate launch --num_processes 7 grpo.py\nnum_generations: 8\n"
+                    "per_device_train_batch_size: 2\ngradient_accumulation_steps: 1\n")
+    cause = next(c for f in r.findings for c in f.causes if c.rule_id == "trl-generations-not-divisible")
+    assert cause.why.startswith("Your trl 0.19.1 prints 'must be evenly divisible by the number of generations "
+                                "per prompt'.")
 
 
 # ------------------------------------------------------------------------------------------- faces

@@ -152,7 +152,7 @@ def _series_summary(t: MetricTable) -> dict[str, SeriesSummary]:
 
 def _sharpen(rule_sharpen: list[str], ctx: Context) -> list[str]:
     out = list(rule_sharpen)
-    if not ctx.facts.find("versions.verl") and not any(f.key.startswith("versions.") for f in ctx.facts.facts):
+    if not ctx.versions and not any(f.key.startswith("versions.") for f in ctx.facts.facts):
         out.append("framework and engine versions (pip list | grep -E 'verl|slime|vllm|sglang|torch|deepspeed|megatron')")
     if len(ctx.facts) == 0:
         out.append("the full config or launch command of the run")

@@ -19,7 +19,8 @@ Gating (:func:`gate`), per framework ``F`` for which the rule's ``versions`` giv
 Dialect (:func:`speak`): a rule ``identifiers`` entry with ``replaced_by`` is a renamed spelling (OpenRLHF
 ``--max_norm`` until 0.10.2 -> ``--actor.max_norm``; TRL's divisibility message until 0.20.0). With the
 version known the fix names the user's spelling (the other one is replaced where the text names only it, and
-a leading note gives the user's spelling where the text names both); unknown, the text gives both.
+a leading note gives the user's spelling where the text names both; a cause's ``why``, which names old
+spellings on purpose, only gets the note); unknown, the text gives both.
 """
 from __future__ import annotations
 
@@ -118,8 +119,9 @@ def _pairs(rule: Rule) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
-def speak(text: str, rule: Rule, versions: dict[str, VersionHit], shown: set[str]) -> str:
-    """``text`` (a fix) in the spelling of the user's release; see the module docstring."""
+def speak(text: str, rule: Rule, versions: dict[str, VersionHit], shown: set[str], replace: bool = True) -> str:
+    """``text`` (a fix) in the spelling of the user's release; see the module docstring. ``replace=False`` (a
+    mechanism's history, where the other spelling is named on purpose) only adds the leading note."""
     if not text:
         return text
     notes: dict[str, list[str]] = {}
@@ -132,13 +134,14 @@ def speak(text: str, rule: Rule, versions: dict[str, VersionHit], shown: set[str
         rel = relation(versions.get(fw), at, "")  # in = the user's release has the new spelling
         if rel == "unknown":
             if has_old != has_new:
-                text = text.rstrip() + (f" ({fw} {at} and later: {new})" if has_old else f" ({fw} before {at}: {old})")
+                text = text.rstrip() + (f" ({fw} {at} and later: {new})" if has_old else
+                                        f" ({fw} before {at}: {old})")
             continue
         mine, other = (new, old) if rel == "in" else (old, new)
-        if _rx(mine).search(text):
-            notes.setdefault(versions[fw].span(), []).append(_quoted(mine, kind))
-        else:
+        if replace and not _rx(mine).search(text):
             text = _rx(other).sub(lambda m: mine, text)
+        else:
+            notes.setdefault(versions[fw].span(), []).append(_quoted(mine, kind))
     if notes:
         lead = "; ".join(f"your {k} {'prints' if all(x.startswith(chr(39)) for x in v) else 'spells it'} "
                          + ", ".join(v) for k, v in notes.items())
@@ -200,6 +203,7 @@ def annotate(findings, hits, ctx) -> None:
             c.confidence = h.confidence or c.confidence
             c.matched = list(dict.fromkeys(h.version_notes + c.matched))[:5]
             c.fix = speak(c.fix, h.rule, ctx.versions, ctx.shown)
+            c.why = speak(c.why, h.rule, ctx.versions, ctx.shown, replace=False)
             if i == 0:
                 f.fix = speak(f.fix, h.rule, ctx.versions, ctx.shown)
                 f.sharpen = list(dict.fromkeys(h.version_sharpen + f.sharpen))[:6]

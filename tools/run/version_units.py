@@ -1,18 +1,29 @@
 """The readers of :mod:`grpo_debug.tools.run.versions`, one per kind of evidence in an input. Each returns
 :class:`~grpo_debug.tools.run.versions.VersionHit` objects with the line that shows the version.
 
-| unit | example line | source of the format |
-|---|---|---|
-| pip | ``verl==0.4.1`` (pip freeze, requirements, ``pip install x==v``); ``deepspeed   0.14.0`` (pip list) | pip docs: ``pip freeze`` prints ``name==version``, ``pip list`` a Package/Version table |
-| pip-show | ``Name: verl`` then ``Version: 0.4.1`` | ``pip show`` output (pip docs) |
-| pip-install | ``Successfully installed deepspeed-0.14.0 verl-0.4.1`` | pip's install summary (``name-version`` pairs) |
-| env-report | ``- TRL version: 0.19.1``, ``- DeepSpeed version: 0.15.4``, ``- `transformers` version: 4.57.1``, ``vLLM API server version 0.8.5.post1``, ``NCCL INFO NCCL version 2.21.5+cuda12.4``, ``ray, version 2.9.3`` | ``trl env`` / ``transformers env`` reports; vLLM ``entrypoints/openai/api_server.py`` (``logger.info("vLLM API server version %s", VLLM_VERSION)``); NCCL ``src/init.cc`` VERSION_STRING with NCCL_DEBUG=INFO; click's ``--version`` message (``%(prog)s, version %(version)s``) |
-| deepspeed-info | ``DeepSpeed info: version=0.14.0, git-hash=unknown, git-branch=unknown`` | DeepSpeed ``deepspeed/__init__.py`` ``initialize()``: ``log_dist("DeepSpeed info: version={}, git-hash={}, git-branch={}"...)`` |
-| vllm-engine | ``Initializing a V1 LLM engine (v0.10.1.1) with config: ...``, ``Initializing an LLM engine (v0.6.3) with config`` | vLLM ``v1/engine/core.py`` (V1), ``engine/llm_engine.py`` (``Initializing a V0 LLM engine (v%s)``; ``an LLM engine`` before 0.8) |
-| dunder | ``vllm.__version__ = 0.8.5``, ``>>> verl.__version__`` then ``'0.4.1'`` | any ``pkg.__version__`` print or REPL echo |
-| image-tag | ``verlai/verl:app-verl0.5-transformers4.55.4-vllm0.10.0-mcore0.13.0-te2.2`` (verl series 0.5 = [0.5, 0.6)), ``lmsysorg/sglang:v0.4.6.post1-cu124``, ``vllm/vllm-openai:v0.8.5`` | verl ``docker/README.md`` ("image with tag verl0.4 is built for verl release v0.4.x"); SGLang and vLLM Docker Hub tags ``v<version>`` |
-| facts / comment | ``# verl 0.4.1``, ``torch 2.4.0`` pip-list rows already read by ``tools/engine/facts.py`` | ``facts.py`` ``versions.<pkg>`` facts |
-| flag-spelling | ``--actor.max_norm 1.0`` in an OpenRLHF command -> openrlhf >= 0.10.2 | the rule base's ``identifiers`` ranges (``since``/``until``), audited by ``scripts/audit_knowledge.py`` |
+- **pip**: ``verl==0.4.1`` (pip freeze, requirements, ``pip install x==v``), ``deepspeed   0.14.0`` (a pip list
+  row). Source: pip's documentation (``pip freeze`` prints ``name==version``, ``pip list`` a Package/Version table).
+- **pip-show**: ``Name: verl`` then ``Version: 0.4.1`` (``pip show``).
+- **pip-install**: ``Successfully installed deepspeed-0.14.0 verl-0.4.1`` (pip's install summary).
+- **env-report**: ``- TRL version: 0.19.1`` / ``- DeepSpeed version: 0.15.4`` (``trl env``), ``- `transformers`
+  version: 4.57.1`` / ``- PyTorch version (GPU?): 2.1.0+cu121 (True)`` (``transformers env``),
+  ``vLLM API server version 0.8.5.post1`` (vLLM ``entrypoints/openai/api_server.py``:
+  ``logger.info("vLLM API server version %s", VLLM_VERSION)``), ``NCCL INFO NCCL version 2.21.5+cuda12.4``
+  (NCCL_DEBUG=INFO, ``src/init.cc`` VERSION_STRING), ``ray, version 2.9.3`` (``ray --version``).
+- **deepspeed-info**: ``DeepSpeed info: version=0.14.0, git-hash=unknown, git-branch=unknown`` (DeepSpeed
+  ``deepspeed/__init__.py`` ``initialize()``: ``log_dist("DeepSpeed info: version={}, git-hash={}, ...")``).
+- **vllm-engine**: ``Initializing a V1 LLM engine (v0.10.1.1) with config: ...`` (vLLM ``v1/engine/core.py``),
+  ``Initializing a V0 LLM engine (v0.8.5)`` and, in older releases, ``Initializing an LLM engine (v0.6.3)``
+  (``engine/llm_engine.py``).
+- **dunder**: ``vllm.__version__ = 0.8.5``; ``>>> verl.__version__`` then ``'0.4.1'`` (a REPL echo).
+- **image-tag**: ``verlai/verl:app-verl0.5-transformers4.55.4-vllm0.10.0-mcore0.13.0-te2.2`` (verl's
+  ``docker/README.md``: "image with tag verl0.4 is built for verl release v0.4.x", so ``verl0.5`` is the range
+  [0.5, 0.6); the engines' versions are exact), ``lmsysorg/sglang:v0.4.6.post1-cu124``, ``vllm/vllm-openai:v0.8.5``
+  (Docker Hub tags ``v<version>``).
+- **facts / comment**: ``# verl 0.4.1`` comments and pip-list rows already read by ``tools/engine/facts.py``
+  (``versions.<pkg>`` facts).
+- **flag-spelling**: ``--actor.max_norm 1.0`` in an OpenRLHF command means openrlhf >= 0.10.2: the rule base's
+  ``identifiers`` ranges (``since``/``until``), audited against the releases by ``scripts/audit_knowledge.py``.
 """
 from __future__ import annotations
 
@@ -34,7 +45,8 @@ _PIP_LIST = re.compile(r"^\s*([A-Za-z][\w.-]*)\s+" + _VER + r"(?:\s+\S+)?\s*$")
 _PIP_NAME = re.compile(r"^\s*Name:\s*([A-Za-z][\w.-]*)\s*$")
 _PIP_VERSION = re.compile(r"^\s*Version:\s*" + _VER + r"\s*$")
 _INSTALLED = re.compile(r"Successfully installed\s+(.*)$")
-_ENV = re.compile(r"(?<![\w.-])`?(" + _ENV_NAMES + r")`?,?(?:\s+API\s+server)?\s+version\s*[:=]?\s*" + _VER, re.I)
+_ENV = re.compile(r"(?<![\w.-])`?(" + _ENV_NAMES + r")`?,?(?:\s+API\s+server)?\s+version(?:\s\([^)]{0,16}\))?"
+                  r"\s*[:=]?\s*" + _VER, re.I)
 _DS_INFO = re.compile(r"DeepSpeed info: version=" + _VER)
 _VLLM_ENGINE = re.compile(r"Initializing an? (?:V[01] )?LLM engine \(" + _VER + r"\)")
 _DUNDER = re.compile(r"\b([A-Za-z][\w]*)\.__version__\b(?:\W{0,8}?" + _VER + r")?")
