@@ -275,3 +275,26 @@ def test_fleet_on_a_local_ray_instance(tmp_path, monkeypatch):
     assert sum(r["ok"] for r in rows) == 3 and all(r.get("node") for r in rows if r["ok"])
     assert any(r["path"].endswith("missing.log") and r["error"] == "not found on any node" for r in rows)
     assert summary["failed"] == 1
+
+
+@pytest.mark.anyio
+async def test_mcp_folder_triage_keeps_to_the_folder(tmp_path):
+    """A run folder inside the roots whose entries point out of it, at devices or FIFOs: none is read."""
+    from mcp import Client
+
+    from grpo_debug.server.app import build_server
+
+    secret = tmp_path / "secret.log"
+    secret.write_text("SECRET-7Q step:1 - actor/grad_norm:nan\n")
+    run = tmp_path / "root" / "run"
+    (run / "deep").mkdir(parents=True)
+    shutil.copy(STORES / "verl" / "metrics.jsonl", run / "metrics.jsonl")
+    os.symlink(secret, run / "train.log")
+    os.symlink("/dev/zero", run / "zero.log")
+    os.symlink(secret.parent, run / "deep" / "up")
+    os.mkfifo(run / "fifo.log")
+    async with Client(build_server(allowed_roots=[tmp_path / "root"])) as c:
+        r = await c.call_tool("triage", {"path": str(run)})
+    assert not r.is_error and "SECRET-7Q" not in json.dumps(r.structured_content)
+    assert r.structured_content["coverage"]["files"] == [f for f in r.structured_content["coverage"]["files"]
+                                                         if f.startswith("metrics.jsonl")]
