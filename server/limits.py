@@ -86,6 +86,14 @@ class _Job:
         self.reason = ""
 
 
+def _trim() -> None:
+    """Hand freed heap back to the OS after a heavy job (glibc keeps it otherwise: RSS stays at the peak)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _inject(thread_id: int, exc: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
 
@@ -137,6 +145,8 @@ class HeavyPool:
                 except BaseException as e:  # noqa: BLE001 - Cancelled and native panics end the job, not the thread
                     result, error = None, e
                 self._finish(job, result, error)
+                del result, error
+                _trim()
             except Cancelled:
                 if job is not None:
                     self._finish(job, None, Cancelled())
