@@ -284,3 +284,14 @@ async def test_mcp_tools_take_versions():
     assert not quiet.is_error and quiet.structured_content["findings"] == []
     assert loud.structured_content["findings"][0]["confidence"] == "medium"
     assert bad.is_error and "`versions`" in bad.content[0].text
+
+
+def test_a_release_series_written_loosely_is_not_a_version():
+    """'trl 0.2x' or 'trl 0.4.*' in a comment names no release: reading it as 0.2 / 0.4 silenced the TRL
+    group-size rule (a newcomer's config comment '# TRL GRPOTrainer config (trl 0.2x)')."""
+    cfg = "# TRL GRPOTrainer config (trl 0.2x)\nnum_generations: 1\nper_device_train_batch_size: 8\nuse_vllm: true\n"
+    res = check_config(text=cfg)
+    assert "trl-num-generations-below-two" in {c.rule_id for f in res.findings for c in f.causes}
+    assert not res.coverage.versions or "trl" not in json.dumps(res.coverage.versions)
+    cfg2 = cfg.replace("0.2x", "0.4.*")
+    assert "trl-num-generations-below-two" in {c.rule_id for f in check_config(text=cfg2).findings for c in f.causes}

@@ -224,7 +224,7 @@ _CLUSTER = re.compile(r"(?<!\d)(\d+)\s*nodes?\s*[,x×*]?\s*(?:with\s*)?(\d+)\s*(
                       r"(?<!\d)(\d+)\s*nodes?\s*[,x×*]\s*(\d+)\s*x\s", re.I)  # digit runs start only once: linear
 _COMMENT_KV = re.compile(r'"(\w+)"\s*:\s*(-?[\d.]+(?:e-?\d+)?|true|false|"[^"]*")')
 _COMMENT_VERSION = re.compile(r"\b(trl|verl|vllm|sglang|deepspeed|openrlhf|slime|relax|megatron-core|megatron-lm|torch|ray|"
-                              r"transformers)[ =v]+(\d+\.\d+(?:\.[\w]+)*)", re.I)
+                              r"transformers)[ =v]+(\d+\.\d+(?:\.\w+)*)(?![\w*]|\.[\w*])", re.I)  # "0.2x" / "0.4.*" name no release
 _NOT_CONFIG_KV = re.compile(r"\bpid=\d+|actor_id=|repr=<|ray::")  # Ray task/actor headers, not settings
 _ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
 
