@@ -3,6 +3,7 @@
 content), and run comparison (config facts that differ, the first diverging step) on files and one paste."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grpo_debug.tools.errors import InputError
 from grpo_debug.tools.rundir import analyze, triage_any, triage_folder
 from grpo_debug.tools.rundir.compare import compare_runs, diverge, split_two_runs, step_noise
 from grpo_debug.tools.rundir.plot import NONFINITE, plot_run, sparkline
@@ -91,8 +93,10 @@ def test_plot_text_has_one_sparkline_per_metric_with_min_max_last():
     gn = next(r for r in rows if r.startswith("grad_norm"))
     assert NONFINITE in gn and "min 0.98" in gn and "last nan" in gn and "non-finite from" in gn
     assert "grad_norm_spike 40" in rows[0]
-    assert plot_run(text="step:1 - actor/grad_norm:1.0\nstep:2 - actor/grad_norm:2.0\n", metrics=["nope"],
-                    png=False).text.count("no series named 'nope'") == 1
+    two = "step:1 - actor/grad_norm:1.0\nstep:2 - actor/grad_norm:2.0\n"
+    assert plot_run(text=two, metrics=["nope", "grad_norm"], png=False).text.count("no series named 'nope'") == 1
+    with pytest.raises(InputError, match="no series named 'nope'"):
+        plot_run(text=two, metrics=["nope"], png=False)
 
 
 def test_plot_without_matplotlib_says_how_to_install(monkeypatch):
@@ -117,6 +121,18 @@ def test_cli_plot_writes_png(tmp_path, capsys):
     png = tmp_path / "p.png"
     assert main(["plot", str(STORES / "mlflow"), "--png", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and str(png) in capsys.readouterr().out
+
+
+def test_cli_plot_user_errors_exit_2_naming_the_input(tmp_path, capsys):
+    """An unknown metric name and an unwritable --png path are the user's to fix: exit 2, never an internal error."""
+    from grpo_debug.server.cli import main
+
+    assert main(["plot", str(STORES / "mlflow"), "--metrics", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "nosuch" in err and "known:" in err
+    if importlib.util.find_spec("matplotlib"):
+        assert main(["plot", str(STORES / "mlflow"), "--png", str(tmp_path / "no" / "dir" / "p.png")]) == 2
+        assert "cannot write the PNG" in capsys.readouterr().err
 
 
 @pytest.mark.anyio

@@ -17,6 +17,8 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from grpo_debug.tools.errors import InputError
+
 MAX_PANELS = 9
 BLOCKS = "▁▂▃▄▅▆▇█"
 NONFINITE = "×"
@@ -182,6 +184,8 @@ def plot_run(text: str | None = None, path: str | None = None, metrics: list[str
     if marks:
         head += "; findings start at " + ", ".join(f"{sym} {x:g}" for sym, x in marks[:5])
     notes = [f"no series named {m!r} (known: {', '.join(list(a.run.series)[:12])})" for m in missing]
+    if not series and missing:
+        raise InputError("; ".join(notes) + "; give --metrics / metrics from the known names")
     if not series:
         notes.append("no metric series found in the input")
     out = PlotOut(text="\n".join([head, *rows, *notes]), series=[s.name for s in series], marks=marks)
@@ -191,6 +195,10 @@ def plot_run(text: str | None = None, path: str | None = None, metrics: list[str
         except ImportError:
             out.text += "\n" + INSTALL_HINT
             return out
-        out.png_path = save_png(out.png, png_path)
+        try:
+            out.png_path = save_png(out.png, png_path)
+        except OSError as e:
+            raise InputError(f"cannot write the PNG to {png_path}: {e.strerror or e}; give a path in an "
+                             "existing, writable folder") from None
         out.text += f"\nPNG ({len(series)} panels): {out.png_path}"
     return out
