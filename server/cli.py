@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Sequence
 
 from grpo_debug.server import example_names, example_path, find_skill_md, version
-from grpo_debug.server.cli_runs import add_run_parsers
 from grpo_debug.server.cli_versions import add_versions_arg
+from grpo_debug.server.cli_runs import add_run_parsers
 
 PROG = "grpo-debug"
 DEFAULT_EXAMPLE = "verl_grpo_nan"
@@ -236,6 +237,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+# a word that can only be a file name: a path from /, ./, ../ or ~/, or a config/log/script file name
+_PATH_LIKE = re.compile(r"^(?:\.{0,2}/|~/)|\.(?:json|ya?ml|sh|log|py|txt|toml|cfg|gz|zst)$", re.I)
+
+
 def cmd_family(args: argparse.Namespace) -> int:
     """playbook | nan_guide | muon_clipping | stream_safety | knowledge_map OPERATION [INPUT] [--text] [--gpu]."""
     from grpo_debug.tools.families import FamilyError, run_family
@@ -244,6 +249,8 @@ def cmd_family(args: argparse.Namespace) -> int:
     text, path = args.text, None
     if args.input:
         joined = " ".join(args.input)
+        if len(args.input) == 1 and not os.path.exists(joined) and _PATH_LIKE.search(joined):
+            raise CliError(f"{joined}: no such file; give an existing file, or words (symptoms, a metric, a rule id)")
         if len(args.input) == 1 and (os.path.exists(joined) or joined == "-"):
             if joined == "-":
                 text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
@@ -303,22 +310,6 @@ def cmd_skill(args: argparse.Namespace) -> int:
     return 0
 
 
-def _weak_token(token: str) -> str | None:
-    """Why a bearer token is guessable (one character repeated, a repeated pattern, under ~40 bits even if
-    random over its own characters), or None."""
-    import math
-
-    distinct = len(set(token))
-    if distinct == 1:
-        return "one character repeated"
-    for p in range(1, len(token) // 2 + 1):
-        if len(token) % p == 0 and token == token[:p] * (len(token) // p):
-            return f"a {p}-character pattern repeated"
-    if len(token) * math.log2(distinct) < 40:
-        return f"only {distinct} distinct characters"
-    return None
-
-
 def _read_token(args: argparse.Namespace) -> str | None:
     """The bearer token from --token-file, else $GRPO_DEBUG_TOKEN; None when neither is given."""
     from grpo_debug.server.app import MIN_TOKEN_CHARS, TOKEN_ENV
@@ -346,7 +337,9 @@ def _read_token(args: argparse.Namespace) -> str | None:
     if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
         raise CliError(f"the token in {where} must be at least {MIN_TOKEN_CHARS} characters with no spaces "
                        "(e.g. `openssl rand -hex 32`)")
-    weak = _weak_token(token)
+    from grpo_debug.server.http import weak_token
+
+    weak = weak_token(token)
     if weak:
         raise CliError(f"the token in {where} is easy to guess ({weak}); use a random one, e.g. "
                        "`openssl rand -hex 32`")
@@ -474,17 +467,10 @@ def _add_serve_parser(sub) -> None:
     s.set_defaults(func=cmd_serve)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose messages (which echo arguments, e.g. a file name) never write control characters raw."""
-
-    def _print_message(self, message: str, file=None) -> None:
-        from grpo_debug.tools.render.safe import terminal_safe
-
-        super()._print_message(terminal_safe(message) if message else message, file)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    from grpo_debug.tools.render.safe import SafeArgumentParser
+
+    p = SafeArgumentParser(
         prog=PROG,
         description="Diagnose RL post-training runs of LLMs (GRPO/PPO on verl, slime, OpenRLHF, TRL, "
                     "Megatron-LM, DeepSpeed) from logs, configs and launch scripts.")

@@ -298,3 +298,15 @@ def test_console_script_usage_error_is_one_line(tmp_path):
     proc = subprocess.run([exe, "triage"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("grpo-debug: error: ")
+
+
+@pytest.mark.parametrize("word", ["ds_confg.json", "/nope/ds.json", "./missing.sh", "~/run.log"])
+def test_family_input_that_can_only_be_a_missing_file_is_an_error(word, capsys):
+    """A mistyped file name was read as symptom words and answered 'no risk matched', exit 0."""
+    assert main(["nan_guide", "check", word]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_family_input_words_with_a_slash_stay_words(capsys):
+    assert main(["nan_guide", "diagnose", "actor/entropy"]) == 0
+    assert "metric-nonfinite" in capsys.readouterr().out
