@@ -76,16 +76,23 @@ class RefusedFile(ValueError):
     """A file of a probed folder that is not read: a link out of the folder, not a regular file, or too big."""
 
 
-def _describe_mode(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular ``st_mode`` is, for refusals: 'a FIFO (named pipe)', 'a socket', 'a device',
+    'a directory', else 'not a regular file'. Shared by the probes and the server's path confinement."""
     if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe), not a regular file"
+        return "a FIFO (named pipe)"
     if stat.S_ISSOCK(mode):
-        return "a socket, not a regular file"
+        return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device, not a regular file"
+        return "a device"
     if stat.S_ISDIR(mode):
-        return "a folder, not a file"
+        return "a directory"
     return "not a regular file"
+
+
+def _describe_mode(mode: int) -> str:
+    kind = file_kind(mode)
+    return kind if kind == "not a regular file" else f"{kind}, not a regular file"
 
 
 def confinement_root(folder: str | os.PathLike) -> str:

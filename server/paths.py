@@ -51,18 +51,6 @@ def _under(p: Path, root: Path) -> bool:
     return p == root or root in p.parents
 
 
-def _describe(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "not a regular file"
-
-
 def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathLike], *, kind: Kind = "file",
                  base: str | os.PathLike | None = None) -> Path:
     """The real path of ``path`` (symlinks resolved) when it may be read; raises :class:`PathNotAllowed`.
@@ -117,7 +105,9 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
           "any": stat.S_ISREG(mode) or stat.S_ISDIR(mode)}[kind]
     if not ok:
         want = {"file": "a regular file", "dir": "a folder", "any": "a regular file or a folder"}[kind]
-        what = _describe(mode)
+        from grpo_debug.probes.base import file_kind
+
+        what = file_kind(mode)
         if stat.S_ISREG(mode):
             what = "a regular file"
         raise PathNotAllowed(f"{shown}: is {what}, not {want}"
