@@ -96,3 +96,17 @@ def stream_overview(rb: RuleBase, analyze) -> FamilyReport:
                         summary=f"Stream-safety analysis of the {len(items)} configuration(s) the rules document "
                                 "(one that should match, the ones that should not).",
                         notes=[input_hint("stream_safety", "analyze", "a config, launch script or Python snippet")])
+
+
+def check_diagnose_avoid_gpu(family: str, operation: str, text, path, gpu, rb: RuleBase) -> FamilyReport:
+    """The four operations shared by nan_guide and muon_clipping; with no input, check and diagnose give the
+    whole view (the checklist, the symptom table)."""
+    from grpo_debug.tools.families.common import (avoid_report, check_report, diagnose_report, gpu_report,
+                                                  resolve_operation)
+
+    op = resolve_operation(family, operation)
+    if not text and not path and op in ("check", "diagnose"):
+        return checklist_report(family, rb) if op == "check" else symptom_table_report(family, rb)
+    return {"check": lambda: check_report(family, text, path, rb),
+            "diagnose": lambda: diagnose_report(family, text, path, rb),
+            "avoid": lambda: avoid_report(family, text, path, rb), "gpu": lambda: gpu_report(family, gpu, rb)}[op]()
