@@ -309,38 +309,16 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
 def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10,
                   progress=None, label: str | None = None, skipped: list[str] | None = None,
                   versions=None) -> TriageResult:
-    """Triage a large or compressed log without holding it in memory (tools/engine/large_logs.py prefilter).
-
-    ``progress(bytes_done, bytes_total)`` is called after each chunk. Raises InputError for an unreadable
-    or undecodable (e.g. zstd without the zstandard package) file."""
-    from grpo_debug.skills.schema import RegexSignal
-    from grpo_debug.tools.engine.large_logs import scan_file, scan_stream
+    """Triage a large or compressed log in bounded memory: tools/streaming.py reads it (see ``read_streamed``),
+    then the pipeline here. ``progress(bytes_done, bytes_total)`` is called as the work proceeds. Raises
+    InputError for an unreadable or undecodable (e.g. zstd without the zstandard package) file."""
+    from grpo_debug.tools.streaming import read_streamed
 
     rb = rules or default_rules()
-    pats = [sig.pattern for r in rb for sig in r.match.signals() if isinstance(sig, RegexSignal)]
-    try:
-        if hasattr(path, "read"):  # an in-memory text with too many lines (see triage)
-            sparse = scan_stream(path, pats, progress=progress)
-        else:
-            sparse = scan_file(path, pats, progress=progress)
-    except (OSError, ValueError, EOFError) as e:
-        raise InputError(f"{label or path}: cannot read: {e}") from e
-    lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
-    metrics = extract_metrics(lines)
-    ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
-    skipped = list(skipped or []) + [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
-               "(metric, event and command lines, tracebacks, the first 3000 and last 1000 lines)"]
-    if sparse.engine == "re":
-        skipped.append("neither hyperscan nor google-re2 is installed: pip install 'grpo-debug[fast]' for grep-like speed")
-    if sparse.unprefiltered:
-        skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered; lines matching only "
-                       "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
-    if sparse.truncated:
-        skipped.append("more than 400000 candidate lines: the rest were counted but not kept")
-    if sparse.capped:
-        skipped.append(f"only the first {sparse.capped // 2**20} MiB (decompressed) were read: the input cap")
-    return _result(ctx, lines, label=label or str(path), skipped=skipped, rules=rb, max_findings=max_findings,
-                   lines_read=sparse.total_lines, bytes_read=sparse.bytes_read, streamed=True, versions=versions)
+    st = read_streamed(path, rb, progress=progress, label=label)
+    return _result(st.ctx, st.lines, label=label or str(path), skipped=list(skipped or []) + st.skipped, rules=rb,
+                   max_findings=max_findings, lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True,
+                   versions=versions)
 
 
 def triage(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
