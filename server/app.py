@@ -312,6 +312,38 @@ def _check_versions(versions: str | None) -> str | None:
     return versions
 
 
+#: Seconds between two progress notifications of one call (the first and the last are always sent).
+PROGRESS_INTERVAL_S = 0.1
+
+
+def _progress_reporter(ctx: Context, message: str, interval: float = PROGRESS_INTERVAL_S):
+    """A ``progress(done, total)`` callback for the engine's worker thread that sends ``ctx.report_progress`` on
+    the event loop (a no-op unless the client sent a progressToken): at most one per ``interval`` seconds, only
+    increasing ``done``, and always the first and the one that reaches ``total``. Call on the event loop."""
+    import threading
+    import time
+
+    import anyio.from_thread
+    import anyio.lowlevel
+
+    token = anyio.lowlevel.current_token()
+    lock, state = threading.Lock(), {"done": -1.0, "at": float("-inf")}
+
+    def progress(done: float, total: float | None = None) -> None:
+        now, last = time.monotonic(), total is not None and done >= total
+        with lock:
+            if done <= state["done"] or not (last or now - state["at"] >= interval):
+                return
+            state["done"], state["at"] = done, now
+        try:
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None, message,
+                                  token=token)
+        except Exception:  # noqa: BLE001 - progress is best-effort; never fail a call for it
+            pass
+
+    return progress
+
+
 def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
     """The ``triage`` tool: a log, config or launch script in, findings out."""
     @server.tool(
@@ -333,20 +365,10 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
         versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
     ) -> TriageResult:
-        """Runs the (synchronous) engine in a worker thread; large files report progress notifications
-        (bytes read / bytes total) to clients that sent a progress token."""
-        import anyio
-        import anyio.lowlevel
-
-        token = anyio.lowlevel.current_token()
-
-        def progress(done: int, total: int | None) -> None:
-            try:
-                anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None,
-                                      "reading the log", token=token)
-            except Exception:  # noqa: BLE001 - progress is best-effort; never fail a triage for it
-                pass
-
+        """Runs the (synchronous) engine in a worker thread, a path through the same streaming read as the CLI;
+        large files report progress notifications (bytes done / bytes total, at most ~10 a second) to clients
+        that sent a progress token."""
+        progress = _progress_reporter(ctx, "reading the log")
         return await _heavy(inputs.pool, "triage", lambda: _triage_sync(text, path, max_findings, progress, versions))
 
     def _triage_sync(text, path, max_findings, progress, versions) -> TriageResult:

@@ -199,3 +199,81 @@ async def test_triage_of_a_large_file_reports_progress(tmp_path):
     assert not r.is_error, r.content
     assert r.structured_content["findings"][0]["symptom"] == "nan_inf"
     assert seen and seen[-1][0] == seen[-1][1] == log.stat().st_size
+
+
+# ---------------------------------------------------------------------------- large files over stdio, progress
+
+def _big_log(path, nan_at: int) -> int:
+    """A log above the streaming threshold: verl metric lines among Ray-prefixed chatter, grad_norm nan at line
+    ``nan_at`` (1-based). Returns its size in bytes."""
+    from grpo_debug.tools.triage import STREAM_THRESHOLD
+
+    chatter = '(AgentLoopWorker pid=812) INFO:     10.0.0.3:35262 - "POST /generate HTTP/1.1" 200 OK\n'
+    lines = STREAM_THRESHOLD // len(chatter) + 50_000
+    with path.open("w") as fh:
+        for i in range(1, lines + 1):
+            if i == nan_at:
+                fh.write(f"(TaskRunner pid=1234) step:{i // 1000} - actor/pg_loss:0.01 - actor/grad_norm:nan\n")
+            elif i % 1000 == 0:
+                fh.write(f"(TaskRunner pid=1234) step:{i // 1000} - actor/pg_loss:0.01 - actor/grad_norm:0.4\n")
+            else:
+                fh.write(chatter)
+    return path.stat().st_size
+
+
+async def test_stdio_triage_of_a_large_path_streams_and_sends_progress(tmp_path):
+    """Over stdio, `triage` of a path above the streaming threshold takes the CLI's streaming read (coverage says
+    so), finds the NaN at its line, and sends increasing progress to an SDK client that asked for it, the last
+    one at the file's size."""
+    data = tmp_path / "runs"
+    data.mkdir()
+    log = data / "big.log"
+    size = _big_log(log, nan_at=150_001)
+    params = StdioServerParameters(command=sys.executable, cwd=str(tmp_path),
+                                   args=["-m", "grpo_debug.server.cli", "serve", "--allow", str(data)])
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    with anyio.fail_after(120):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                r = await session.call_tool("triage", {"path": str(log)}, progress_callback=on_progress)
+    assert not r.is_error, _text(r)
+    res = r.structured_content
+    assert res["coverage"]["bytes_read"] == size
+    assert any("streamed" in s for s in res["coverage"]["skipped"]), res["coverage"]["skipped"]
+    nan = [f for f in res["findings"] if f["symptom"] == "nan_inf"]
+    assert nan and 150_001 in {e["line"] for e in nan[0]["evidence"]}, res["findings"]
+    assert seen and seen[-1] == (size, size), seen
+    assert all(a[0] < b[0] for a, b in zip(seen, seen[1:])), seen
+
+
+async def test_progress_reporter_sends_few_increasing_notifications():
+    """The engine's progress callback, called thousands of times from a worker thread, reaches the client at most
+    once per interval, only increasing, with the first and the final (done == total) always sent."""
+    import time
+
+    from grpo_debug.server.app import _progress_reporter
+
+    sent = []
+
+    class Ctx:
+        async def report_progress(self, progress, total=None, message=None):
+            sent.append((progress, total, message))
+
+    progress = _progress_reporter(Ctx(), "reading the log", interval=0.05)
+
+    def work():
+        t = time.monotonic()
+        for i in range(1, 200_001):
+            progress(i, 200_000)
+        progress(5, 200_000)  # a smaller value after the end is never sent
+        return time.monotonic() - t
+
+    elapsed = await anyio.to_thread.run_sync(work)
+    assert sent[0] == (1.0, 200_000.0, "reading the log") and sent[-1][0] == 200_000.0
+    assert all(a[0] < b[0] for a, b in zip(sent, sent[1:]))
+    assert len(sent) <= 2 + elapsed / 0.05, (len(sent), elapsed)

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Benchmark: MCP `triage` of a large log over stdio against the CLI on the same file (issue 15: within 1.2x).
+
+Both contenders are timed from process launch to the answer, in the same run, on the same file:
+- CLI: ``grpo-debug triage FILE --format json`` (stdout read to the end);
+- MCP: ``grpo-debug serve --allow DIR`` driven over stdio with raw JSON-RPC (initialize, initialized,
+  tools/call triage {path}) until the call's reply; the call sends a progressToken, as an agent showing
+  progress would, and the progress notifications are counted.
+Each is run ``--runs`` times (after one untimed warm-up of each); the medians and their ratio are printed
+with PASS/FAIL at ``--target`` (default 1.2), and both answers' top findings are compared.
+
+The log: ``--log PATH``, else a generated one under $TMPDIR (``--mb``, default 50): the realistic generator
+(bench/gen_real_log.py) when present, else bench/gen_log.py.
+
+Usage: python bench/bench_mcp.py [--log PATH | --mb 50] [--runs 3] [--target 1.2] [--no-progress] [--json OUT]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def grpo_debug_argv() -> list[str]:
+    """The installed ``grpo-debug`` script next to this interpreter (the one a user runs), else the module."""
+    script = Path(sys.executable).with_name("grpo-debug")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("grpo-debug")
+    return [found] if found else [sys.executable, "-c", "from grpo_debug.server.cli import main; main()"]
+
+
+def make_log(mb: float) -> str:
+    """A generated log of about ``mb`` MB under $TMPDIR (kept between runs): realistic when the generator exists."""
+    real = (HERE / "gen_real_log.py").exists()
+    log = os.path.join(tempfile.gettempdir(), f"grpo_debug_bench_mcp_{'real' if real else 'gen'}_{int(mb)}mb.log")
+    if not Path(log).exists():
+        print(f"generating {mb:g} MB {'realistic ' if real else ''}log at {log} ...", flush=True)
+        if real:
+            subprocess.run([sys.executable, str(HERE / "gen_real_log.py"), "--mb", str(mb), log], check=True,
+                           stdout=subprocess.DEVNULL)
+        else:
+            from gen_log import generate
+
+            generate(log, mb)
+    return log
+
+
+def run_cli(base: list[str], log: str) -> tuple[float, dict]:
+    """Seconds from launch to exit of ``triage LOG --format json``, and its JSON answer."""
+    t = time.perf_counter()
+    p = subprocess.run([*base, "triage", log, "--format", "json"], capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    if p.returncode not in (0, 1):  # 1: findings of error severity
+        raise SystemExit(f"CLI failed (rc {p.returncode}): {p.stderr[-500:]}")
+    return dt, json.loads(p.stdout)
+
+
+def _send(p: subprocess.Popen, *msgs: dict) -> None:
+    p.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
+    p.stdin.flush()
+
+
+def run_mcp(base: list[str], log: str, progress: bool) -> tuple[float, float, dict, int]:
+    """Seconds from launching ``serve`` to the tools/call reply, of that the seconds from sending the call to its
+    reply, the structured answer, and how many progress notifications arrived before the reply."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench_mcp", "version": "0"}}}
+    params: dict = {"name": "triage", "arguments": {"path": log}}
+    if progress:
+        params["_meta"] = {"progressToken": "bench"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+    t = time.perf_counter()
+    p = subprocess.Popen([*base, "serve", "--allow", str(Path(log).resolve().parent)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    try:
+        _send(p, init)
+        p.stdout.readline()
+        t_call = time.perf_counter()
+        _send(p, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call)
+        notes = 0
+        while True:
+            line = p.stdout.readline()
+            if not line:
+                raise SystemExit("the MCP server closed stdout before answering")
+            msg = json.loads(line)
+            if msg.get("method") == "notifications/progress":
+                notes += 1
+            elif msg.get("id") == 2:
+                break
+        end = time.perf_counter()
+    finally:
+        p.kill()
+        p.wait()
+    res = msg.get("result") or {}
+    if "error" in msg or res.get("isError"):
+        raise SystemExit(f"MCP triage failed: {json.dumps(msg)[:500]}")
+    return end - t, end - t_call, res.get("structuredContent") or {}, notes
+
+
+def top(answer: dict) -> list[tuple]:
+    """The first findings as (symptom, first evidence line): what both faces must agree on."""
+    out = []
+    for f in answer.get("findings", [])[:5]:
+        ev = f.get("evidence") or [{}]
+        out.append((f.get("symptom"), ev[0].get("line")))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log", help="use this log instead of generating one")
+    ap.add_argument("--mb", type=float, default=50)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--target", type=float, default=1.2)
+    ap.add_argument("--no-progress", action="store_true", help="the MCP call sends no progressToken")
+    ap.add_argument("--json", help="write the figures here")
+    a = ap.parse_args()
+    log = a.log or make_log(a.mb)
+    base = grpo_debug_argv()
+    subprocess.run(["cat", log], stdout=subprocess.DEVNULL)  # warm the page cache for both contenders
+    run_cli(base, log)  # warm-up (.pyc caches, rules cache) for both, untimed
+    run_mcp(base, log, not a.no_progress)
+    cli_t, mcp_t, call_t, notes = [], [], [], []
+    for _ in range(a.runs):  # interleaved: a load change on the box hits both alike
+        t, cli_ans = run_cli(base, log)
+        cli_t.append(t)
+        t, tc, mcp_ans, n = run_mcp(base, log, not a.no_progress)
+        mcp_t.append(t)
+        call_t.append(tc)
+        notes.append(n)
+    cli_s, mcp_s, call_s = statistics.median(cli_t), statistics.median(mcp_t), statistics.median(call_t)
+    ratio = mcp_s / cli_s
+    same = top(cli_ans) == top(mcp_ans)
+    res = {"log": log, "log_bytes": os.path.getsize(log), "runs": a.runs, "cli_s": round(cli_s, 3),
+           "mcp_s": round(mcp_s, 3), "mcp_call_s": round(call_s, 3), "ratio": round(ratio, 3), "target": a.target,
+           "pass": ratio <= a.target, "progress_notifications": notes, "same_top_findings": same,
+           "cli_all_s": [round(x, 3) for x in cli_t], "mcp_all_s": [round(x, 3) for x in mcp_t],
+           "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    print(f"log: {log} ({res['log_bytes'] / 2**20:.1f} MiB)")
+    print(f"CLI triage --format json   median {cli_s:.2f} s  {res['cli_all_s']}")
+    print(f"MCP stdio, launch to reply median {mcp_s:.2f} s  {res['mcp_all_s']}  progress notifications {notes}")
+    print(f"  of which tools/call to reply    {call_s:.2f} s (the rest: server start and the handshake)")
+    print(f"MCP / CLI = {ratio:.2f}x  (target <= {a.target}x)  {'PASS' if res['pass'] else 'FAIL'}")
+    print(f"same top findings: {same}" + ("" if same else f"  CLI {top(cli_ans)} vs MCP {top(mcp_ans)}"))
+    print(f"load average: {res['loadavg']}")
+    if a.json:
+        Path(a.json).write_text(json.dumps(res, indent=2))
+    return 0 if res["pass"] and same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
