@@ -102,8 +102,9 @@ def _drop_to_budget(seq: list, total: int, keep: int = 1) -> tuple[int, int]:
 
 
 def bound_triage(res: TriageResult) -> TriageResult:
-    """A TriageResult cut to the answer budget: evidence per finding, excerpt and prose lengths, then whole
-    findings from the least likely end, then metric series; ``truncated`` says when anything was cut."""
+    """A TriageResult cut to the answer budget: evidence per finding, excerpt and prose lengths, then the metric
+    series no finding (nor the summary) names, then whole findings from the least likely end, then the other
+    series; ``truncated`` says when anything was cut."""
     cut = any([_bound_finding(f) for f in res.findings])
     cov = res.coverage
     for ev in cov.not_understood_sample:
@@ -115,6 +116,13 @@ def bound_triage(res: TriageResult) -> TriageResult:
     if len(res.diff) > MAX_ANSWER_BYTES // 3:  # a cut diff does not apply: leave it out, the edits stay
         res.diff, cut = "", True
     total = _size(res)
+    if total > MAX_ANSWER_BYTES and res.metrics:  # series that no finding names go before any finding
+        named = res.summary + "".join(f.model_dump_json() for f in res.findings)
+        for k in [k for k in reversed(list(res.metrics)) if k not in named]:
+            if total <= MAX_ANSWER_BYTES:
+                break
+            total -= _size(res.metrics.pop(k)) + len(json.dumps(k)) + 2
+            cut = True
     if total > MAX_ANSWER_BYTES:
         total, n = _drop_to_budget(res.findings, total)
         cut |= n > 0

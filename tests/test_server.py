@@ -277,3 +277,31 @@ async def test_progress_reporter_sends_few_increasing_notifications():
     assert sent[0] == (1.0, 200_000.0, "reading the log") and sent[-1][0] == 200_000.0
     assert all(a[0] < b[0] for a, b in zip(sent, sent[1:]))
     assert len(sent) <= 2 + elapsed / 0.05, (len(sent), elapsed)
+
+
+def test_answer_budget_drops_unnamed_metric_series_before_a_finding():
+    """A whole-run answer over the budget (a realistic verl log: four findings and ~100 metric series) keeps every
+    finding and the series they name; the series nobody names are what is cut, and truncated says so."""
+    from grpo_debug.server.budget import MAX_ANSWER_BYTES, bound_triage
+    from grpo_debug.tools.models import Coverage, Evidence, Finding, SeriesSummary, TriageResult
+
+    def finding(symptom, line, text):
+        return Finding(symptom=symptom, title=f"{symptom} at line {line}", confidence="high", fix="f" * 1400,
+                       evidence=[Evidence(line=line + i, text=text + " " + "e" * 250) for i in range(8)])
+
+    findings = [finding("nan_inf", 183023, "step:951 - actor/grad_norm:nan"),
+                finding("collective_hang", 138477, "Watchdog caught collective operation timeout"),
+                finding("cuda_oom", 88060, "torch.OutOfMemoryError: CUDA out of memory."),
+                finding("grad_norm_spike", 181486, "step:943 - actor/grad_norm:2.0")]
+    metrics = {f"perf/metric_{i:03d}": SeriesSummary(points=1310, first_step=1, last_step=1310, first=0.5, last=0.25,
+                                                     min=0.125, max=1.5) for i in range(100)}
+    metrics["actor/grad_norm"] = SeriesSummary(points=1310, first=0.4, last=float("nan"), max=128.0,
+                                               first_nonfinite_step=951, first_nonfinite_line=183026)
+    res = TriageResult(summary="4 findings", findings=[f.model_copy(deep=True) for f in findings],
+                       metrics=metrics, coverage=Coverage(input="run.log"))
+    assert len(res.model_dump_json()) > MAX_ANSWER_BYTES
+    out = bound_triage(res)
+    assert len(out.model_dump_json()) <= MAX_ANSWER_BYTES and out.truncated
+    assert [(f.symptom, f.evidence[0].line) for f in out.findings] == [(f.symptom, f.evidence[0].line) for f in findings]
+    assert out.metrics["actor/grad_norm"].first_nonfinite_line == 183026
+    assert len(out.metrics) < 101
