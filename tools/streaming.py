@@ -1,8 +1,11 @@
 """Large or compressed logs read in bounded memory: the streamed input of :func:`grpo_debug.tools.triage.triage_stream`.
 
-tools/engine/large_logs.py scans the file with the multi-pattern prefilter and keeps the candidate lines;
-this module turns them into the pipeline's :class:`Context` (events, metric series, config facts) and says
-in ``skipped`` what was not kept. The rules and the ranking then run unchanged (tools/triage.py).
+tools/engine/large_logs.py scans the file once: every metric line's values go into a series store
+(engine/series_store.py), the other candidate lines are kept under per-pattern quotas. This module turns that
+into the pipeline's :class:`Context`: a MetricTable materialised from the store (bounded; ``counts`` hold the
+true numbers of points), the kept lines, their events and config facts, and ``skipped`` notes that say what was
+not kept and where. Metric lines a finding cites are read back from the file by byte offset
+(:meth:`KeptLines.line_map`). The rules and the ranking then run unchanged (tools/triage.py).
 """
 from __future__ import annotations
 
@@ -23,6 +26,42 @@ class Streamed:
     bytes_read: int = 0
 
 
+class LazyLines(dict):
+    """Line number -> Line of the kept lines; ``get`` of a metric line that was not kept reads it back from the
+    input by its byte offset (and keeps it)."""
+
+    def __init__(self, kept, index, source):
+        super().__init__((ln.no, ln) for ln in kept)
+        self._index, self._source = index, source
+
+    def get(self, no, default=None):
+        hit = dict.get(self, no)
+        if hit is not None or self._index is None:
+            return hit if hit is not None else default
+        off = self._index.get(no)
+        if off is None:
+            return default
+        from grpo_debug.tools.engine.large_logs import read_lines
+        from grpo_debug.tools.engine.normalize import normalize_line
+
+        raw = read_lines(self._source, [off]).get(off)
+        if raw is None:
+            return default
+        ln = self[no] = normalize_line(raw.decode("utf-8", "replace").replace("\x00", ""), no)
+        return ln
+
+
+class KeptLines(list):
+    """The kept lines of a streamed log (a list of Line, in order); :meth:`line_map` also finds the metric lines."""
+
+    index = None
+    source = None
+
+    def line_map(self) -> LazyLines:
+        """Line number -> Line (tools/triage.line_map): kept lines, and metric lines read back when asked for."""
+        return LazyLines(self, self.index, self.source)
+
+
 def _events(lines: list) -> list:
     """Pattern events plus every traceback and error line classified, in line order (as tools/triage.py does)."""
     from grpo_debug.tools.engine.errors_classify import error_events
@@ -33,38 +72,109 @@ def _events(lines: list) -> list:
     return evs
 
 
-def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Streamed:
-    """Read a large or compressed log (a path, or a binary stream) with the prefilter of ``rb``'s regex signals.
-
-    ``progress(bytes_done, bytes_total)`` is called after each chunk. Raises InputError for an unreadable or
-    undecodable (e.g. zstd without the zstandard package) file."""
+def _labels(rb) -> dict[str, str]:
+    """Prefilter pattern -> what it is for (rule ids of a regex signal, an event kind), for the notes."""
     from grpo_debug.skills.schema import RegexSignal
-    from grpo_debug.tools.engine.facts import extract_facts
+    from grpo_debug.tools.engine.events import EVENT_PATTERNS
+
+    out: dict[str, list[str]] = {}
+    for r in rb:
+        for sig in r.match.signals():
+            if isinstance(sig, RegexSignal):
+                out.setdefault(sig.pattern, []).append(r.id)
+    labels = {p: "rule " + ", ".join(ids[:2]) + (f" (+{len(ids) - 2})" if len(ids) > 2 else "") for p, ids in out.items()}
+    labels.update({p: f"event {k}" for k, p in EVENT_PATTERNS.items()})
+    return labels
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+def drop_notes(sparse, labels: dict[str, str]) -> list[str]:
+    """One note per pattern whose lines were not all kept: what it matched, what was kept, which lines were not,
+    and from which line routine chatter was no longer scanned for."""
+    from grpo_debug.tools.engine.large_logs import TRACE
+
+    def what(pid: int) -> str:
+        if pid == TRACE:
+            return "traceback frames"
+        pat = sparse.patterns[pid][0]
+        origin = sparse.patterns[sparse.parent.get(pid, pid)][0]
+        return f"`{pat[:50]}{'...' if len(pat) > 50 else ''}` ({labels.get(origin, 'log marker')})"
+
+    notes = []
+    for pid in sorted(set(sparse.dropped) | set(sparse.demoted), key=lambda p: -sparse.matched.get(p, 0)):
+        d, n = sparse.dropped.get(pid), _n(sparse.matched.get(pid, 0))
+        gone = f"{_n(d.count)} not kept (between lines {_n(d.first)} and {_n(d.last)})" if d else "all kept"
+        if pid in sparse.demoted:
+            notes.append(f"{what(pid)}: routine chatter, no longer scanned for from line {_n(sparse.demoted[pid])} "
+                         f"on ({n} lines matched before; the first and last of them kept, {gone})")
+        else:
+            notes.append(f"{what(pid)}: {n} lines matched, the first and last ones kept, {gone}")
+    return notes
+
+
+def _store_notes(store, table) -> list[str]:
+    """What the series store downsampled or could not hold."""
+    out = []
+    down = sorted(((k, table.count(k), len(pts)) for k, pts in table.series.items() if table.count(k) > len(pts)),
+                  key=lambda t: -t[1])
+    if down:
+        shown = "; ".join(f"{k}: {_n(n)} points kept as {_n(m)}" for k, n, m in down[:3])
+        more = f"; {len(down) - 3} more series likewise" if len(down) > 3 else ""
+        out.append(f"metric series downsampled ({shown}{more}): min and max of each bucket with their real step and "
+                   "line, the first and last points and the first non-finite points kept")
+    if store.dropped_series:
+        out.append(f"more than {len(store.series)} metric names: the values of {len(store.dropped_series)} later "
+                   f"names were not kept (first: {next(iter(store.dropped_series))})")
+    if store.runs_dropped:
+        out.append(f"{_n(store.runs_dropped)} changes of a metric line's format or key set in the middle of the run "
+                   "were counted, not kept")
+    return out
+
+
+def _scan(path, rb, progress, label):
+    """The large-log scan of ``path`` (a path or a binary stream) with ``rb``'s regex signals and a series store."""
+    from grpo_debug.skills.schema import RegexSignal
     from grpo_debug.tools.engine.large_logs import scan_file, scan_stream
-    from grpo_debug.tools.engine.match import Context
-    from grpo_debug.tools.engine.metrics import extract_metrics
-    from grpo_debug.tools.engine.normalize import normalize_line
+    from grpo_debug.tools.engine.series_store import SeriesStore
 
     pats = [sig.pattern for r in rb for sig in r.match.signals() if isinstance(sig, RegexSignal)]
     try:
         if hasattr(path, "read"):  # an in-memory text with too many lines (see triage)
-            sparse = scan_stream(path, pats, progress=progress)
-        else:
-            sparse = scan_file(path, pats, progress=progress)
+            return scan_stream(path, pats, progress=progress, store=SeriesStore())
+        return scan_file(path, pats, progress=progress, store=SeriesStore())
     except (OSError, ValueError, EOFError) as e:
         raise InputError(f"{label or path}: cannot read: {e}") from e
-    lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
-    metrics = extract_metrics(lines)
+
+
+def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Streamed:
+    """Read a large or compressed log (a path, or a binary stream) in bounded memory with the prefilter of ``rb``'s
+    regex signals.
+
+    ``progress(bytes_done, bytes_total)`` is called as chunks are processed (bytes of the file on disk); a
+    callback that takes a third argument also gets the phase, ``"reading"`` then ``"analysing"``. Raises
+    InputError for an unreadable or undecodable (e.g. zstd without the zstandard package) file."""
+    from grpo_debug.tools.engine.facts import extract_facts
+    from grpo_debug.tools.engine.match import Context
+    from grpo_debug.tools.engine.normalize import normalize_line
+
+    sparse = _scan(path, rb, progress, label)
+    metrics, index = sparse.store.materialize()
+    metrics.lines.update(sparse.metric_kept)
+    lines = KeptLines(normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines)
+    lines.index, lines.source = index, sparse.source
     ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
-    skipped = [f"streamed with the {sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept "
-               "(metric, event and command lines, tracebacks, the first 3000 and last 1000 lines)"]
+    skipped = drop_notes(sparse, _labels(rb)) + _store_notes(sparse.store, metrics)
+    skipped.append(f"streamed with the {sparse.engine} prefilter: the values of all {_n(sparse.store.metric_lines)} metric "
+                   f"lines read; {_n(len(lines))} of {_n(sparse.total_lines)} lines kept as text (event and command "
+                   "lines, tracebacks, the first 3000 and last 1000 lines)")
     if sparse.engine == "re":
         skipped.append("neither hyperscan nor google-re2 is installed: pip install 'grpo-debug[fast]' for grep-like speed")
     if sparse.unprefiltered:
         skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered; lines matching only "
                        "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
-    if sparse.truncated:
-        skipped.append("more than 400000 candidate lines: the rest were counted but not kept")
     if sparse.capped:
         skipped.append(f"only the first {sparse.capped // 2**20} MiB (decompressed) were read: the input cap")
     return Streamed(ctx=ctx, lines=lines, skipped=skipped, total_lines=sparse.total_lines, bytes_read=sparse.bytes_read)

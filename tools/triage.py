@@ -67,8 +67,10 @@ def excerpt(text: str, focus: list[str] = (), width: int = EXCERPT) -> str:
 
 
 def line_map(lines: list[Line]) -> dict[int, Line]:
-    """Line number -> Line; works for a dense log and for the sparse log of a streamed file."""
-    return {ln.no: ln for ln in lines}
+    """Line number -> Line; works for a dense log and for the sparse log of a streamed file (whose metric lines
+    are read back from the file when asked for: tools/streaming.KeptLines)."""
+    lazy = getattr(lines, "line_map", None)
+    return lazy() if lazy is not None else {ln.no: ln for ln in lines}
 
 
 def _evidence(lines: list[Line], nos: list[int], focus: list[str] = ()) -> list[Evidence]:
@@ -142,7 +144,7 @@ def _series_summary(t: MetricTable) -> dict[str, SeriesSummary]:
         fin = [p.value for p in pts if is_finite(p.value)]
         bad = next((p for p in pts if not is_finite(p.value)), None)
         r = lambda v: None if v is None else (v if math.isfinite(v) else None)  # noqa: E731
-        out[k] = SeriesSummary(points=len(pts), first_step=pts[0].step, last_step=pts[-1].step,
+        out[k] = SeriesSummary(points=t.count(k), first_step=pts[0].step, last_step=pts[-1].step,
                                first=r(pts[0].value), last=r(pts[-1].value),
                                min=min(fin) if fin else None, max=max(fin) if fin else None,
                                first_nonfinite_step=bad.step if bad else None,

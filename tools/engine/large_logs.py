@@ -1,34 +1,55 @@
-"""Stream a large (or gzip/zstd-compressed) log and keep only the lines that can matter.
+"""Stream a large (or gzip/zstd-compressed) log in bounded memory: every metric value, the lines that can matter.
 
-A multi-pattern prefilter finds the lines that carry a metric, an event, a launch command or a rule's
-regex; everything else is counted, not kept. The candidate lines keep their real 1-based numbers, so the
-rest of the engine (normalise, extract, rules) runs unchanged on a sparse log. The first and last lines of
-the file are always kept (launch commands sit at the top; a hang shows at the bottom), and so are the lines
-after each ``Traceback`` (its frames).
+A multi-pattern prefilter (prefilter.py) finds, per chunk, the candidate lines and the patterns each one
+matches: metric shapes (``METRIC_MARKERS``), events, launch commands, rules' regexes. Then, in the chunk:
 
-The multi-pattern engines are in prefilter.py. A pattern no engine can take is listed in ``unprefiltered``
-(lines matching only it are not seen in streaming mode).
+- metric lines are normalised and their values extracted (engine/metrics.py, the same parsers as a small
+  input) straight into a :class:`~grpo_debug.tools.engine.series_store.SeriesStore` with each line's byte
+  offset; the line itself is not kept (its text is read back by offset when a finding cites it);
+- every other candidate line is kept by importance, under per-pattern quotas: the first ``QUOTA`` and the last
+  ``QUOTA`` lines of each pattern (``ERROR_QUOTA`` for error and traceback patterns), so a pattern that matches
+  routine chatter cannot flood memory. Each line not kept is counted per pattern with the line range it came
+  from (``SparseLog.dropped``), never a silent cut;
+- the first ``HEAD_LINES`` lines (launch commands, config prints), the last ``TAIL_LINES`` (a hang shows at the
+  bottom) and the ``TRACEBACK_CONTEXT`` lines after each ``Traceback`` (its frames, within their own quota) are
+  kept whole.
+
+Kept lines have their real 1-based numbers, so the rest of the engine runs unchanged on a sparse log. A pattern
+no engine can take is listed in ``unprefiltered`` (lines matching only it are not seen in streaming mode).
+Without a store (``scan_stream(..., store=None)``), metric lines are kept as lines instead (at most
+``MAX_CANDIDATES``; ``truncated`` says when more were found).
 """
 from __future__ import annotations
 
 import gzip
 import io
 import os
-import re
+import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from grpo_debug.tools.engine.events import EVENT_PATTERNS
+from grpo_debug.tools.engine.line_quota import HEAD, TRACE, Dropped, Keeper, split_noisy
 from grpo_debug.tools.engine.prefilter import _Engine
 
 CHUNK = 8 * 2**20
 HEAD_LINES = 3000
 TAIL_LINES = 1000
 TRACEBACK_CONTEXT = 80
-MAX_CANDIDATES = 400_000
-MAX_COPIES = 1000  # copies kept of one identical candidate line
+MAX_CANDIDATES = 400_000  # metric lines kept as lines when there is no series store
+MAX_COPIES = 1000  # (kept for callers that read it; quotas now bound repeated lines)
 MAX_DECOMPRESSED_BYTES = 256 * 2**20  # of a .gz/.zst log: the rest is not read (a note says so)
+HIT_LIMIT = 60_000     # prefilter hits per chunk before the chunk is looked at for a flood of chatter
+MAX_REBUILDS = 6       # times the prefilter is rebuilt without chatter patterns
 
+# Shapes of the metric lines engine/metrics.py and engine/metric_formats read (verl, slime/Relax/OpenRLHF
+# dicts, HF/TRL dicts, Megatron, DeepSpeed, prime-rl, NeMo-RL, AReaL, ROLL, tqdm postfixes, generic steps).
+METRIC_MARKERS = [
+    r"step:\s*\d", r"\b(?:step|rollout|perf|eval|Global step|global_step)[: ]\s*\d+[:,]", r"iteration\s+\d+\s*/",
+    r"\{'[\w/ .-]+': ", r'\{"[\w/ .-]+": ', r"[Oo]verflow", r"OVERFLOW", r"skipped=\d", r"\bStep \d+(?: \| |:\s*$|/\d+)",
+    r"\bTrain step \d+/", r"metrics_tag: ", r"^\s*•\s", r"\[(?:step|iter(?:ation)?) \d+\]", r"\bstep=\d",
+    r"(?:it/s|s/it), [\w/]+=",
+]
 # Markers of lines the extractors use: metric formats, tracebacks and exception lines, launch commands,
 # config prints. Event patterns and rule regexes are added by build_patterns().
 BASE_MARKERS = [
@@ -48,101 +69,245 @@ class SparseLog:
     unprefiltered: list[str] = field(default_factory=list)
     truncated: bool = False
     capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
-    copies: dict[bytes, int] = field(default_factory=dict, repr=False)  # kept copies of each candidate line
-    repeats: int = 0  # candidate lines not kept: more than MAX_COPIES copies of the same text
+    repeats: int = 0
+    patterns: list[tuple[str, bool]] = field(default_factory=list)  # the prefilter's patterns, by id
+    matched: dict[int, int] = field(default_factory=dict)  # pattern id -> candidate lines it matched (not metric lines)
+    dropped: dict[int, Dropped] = field(default_factory=dict)  # pattern id -> lines of it not kept
+    store: object = None  # the SeriesStore the metric lines went into (None: they were kept as lines)
+    metric_kept: set[int] = field(default_factory=set)  # kept lines that are also metric lines
+    source: object = None  # where metric lines are read back from by offset: a path, a seekable stream, a spool file
+    parent: dict[int, int] = field(default_factory=dict)  # pattern id of an alternative -> the pattern it came from
+    demoted: dict[int, int] = field(default_factory=dict)  # pattern id -> line from which it was no longer scanned for
 
 
 def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
-    """(pattern, caseless) for the prefilter: base markers, event patterns, rule regex signals."""
-    out = [(p, False) for p in BASE_MARKERS]
+    """(pattern, caseless) for the prefilter: metric markers first (ids 0..len(METRIC_MARKERS)-1), base markers,
+    event patterns, rule regex signals; each pattern once."""
+    out = [(p, False) for p in METRIC_MARKERS + BASE_MARKERS]
     out += [(p, "(?i" in p) for p in EVENT_PATTERNS.values()]
     out += [(p, True) for p in rule_patterns]
-    return out
+    return list(dict.fromkeys(out))
 
 
 def open_stream(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int]:
     """A binary stream over a plain, .gz or .zst file, and its size on disk (bytes)."""
+    stream, size, _raw = _open(path)
+    return stream, size
+
+
+def _open(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int, io.BufferedReader | None]:
+    """(decompressed stream, size on disk, the compressed file under it or None for a plain file)."""
     p = os.fspath(path)
     size = os.path.getsize(p)
     with open(p, "rb") as fh:
         magic = fh.read(4)
     if magic[:2] == b"\x1f\x8b":
-        return gzip.open(p, "rb"), size
+        raw = open(p, "rb")
+        return gzip.GzipFile(fileobj=raw, mode="rb"), size, raw
     if magic == b"\x28\xb5\x2f\xfd":
         try:
             import zstandard
         except ImportError as e:
             raise ValueError(f"{p} is zstd-compressed; pip install zstandard to read it (or decompress it first)") from e
-        return zstandard.ZstdDecompressor().stream_reader(open(p, "rb")), size
-    return open(p, "rb"), size
+        raw = open(p, "rb")
+        return zstandard.ZstdDecompressor().stream_reader(raw), size, raw
+    return open(p, "rb"), size, None
 
 
-def _candidate_starts(chunk: bytes, eng: _Engine, pending_context: int, line_no: int,
-                      room: int = MAX_CANDIDATES) -> tuple[set[int], int]:
-    """Offsets of the line starts to keep in ``chunk`` (prefilter hits, traceback frames, the file's head)
-    and how many traceback lines go on into the next chunk."""
+def _line_pids(eng: _Engine, active: list[int], chunk: bytes, limit: int | None) -> tuple[dict[int, set[int]], bool]:
+    """(line start offset -> ids of the patterns that match the line, for every candidate line of ``chunk``;
+    whether the scan stopped at ``limit`` hits). ``active[i]`` is the pattern id of the engine's pattern i."""
+    starts: dict[int, set[int]] = {}
+    rfind = chunk.rfind
+    hits = 0
+    for i, end in eng.scan(chunk, limit=limit):
+        hits += 1
+        s = rfind(b"\n", 0, max(0, end - 1)) + 1
+        got = starts.get(s)
+        if got is None:
+            starts[s] = {active[i]}
+        else:
+            got.add(active[i])
+    return starts, limit is not None and hits >= limit
+
+
+def _add_context(starts: dict[int, set[int]], chunk: bytes, pending: int, line_no: int) -> int:
+    """Add the traceback frames (``TRACE``) and the file's head (``HEAD``) to ``starts``; return how many
+    traceback lines go on into the next chunk."""
     tb = b"Traceback (most recent"
-    # which line starts are candidates in this chunk
-    starts: set[int] = set()
-    for _pid, end in eng.scan(chunk, limit=room):
-        starts.add(chunk.rfind(b"\n", 0, max(0, end - 1)) + 1)
-    # Traceback context: the following lines of each traceback
-    carry_context = 0
-    if pending_context:
-        e = 0
-        for _ in range(pending_context):
-            if e >= len(chunk):
-                break
-            starts.add(e)
-            e = chunk.find(b"\n", e) + 1
-            if e <= 0:
-                break
+
+    def mark(s: int, pid: int) -> None:
+        starts.setdefault(s, set()).add(pid)
+    e = 0
+    for _ in range(pending):  # a traceback that began in the previous chunk
+        if e >= len(chunk):
+            break
+        mark(e, TRACE)
+        e = chunk.find(b"\n", e) + 1
+        if e <= 0:
+            break
+    carry = 0
     pos = chunk.find(tb)
     while pos != -1:
-        s = chunk.rfind(b"\n", 0, pos) + 1
-        e = s
+        e = chunk.rfind(b"\n", 0, pos) + 1
         for k in range(TRACEBACK_CONTEXT):
             e = chunk.find(b"\n", e) + 1
             if e <= 0 or e >= len(chunk):  # the traceback goes on in the next chunk
-                carry_context = max(carry_context, TRACEBACK_CONTEXT - k)
+                carry = max(carry, TRACEBACK_CONTEXT - k)
                 break
-            starts.add(e)
+            mark(e, TRACE)
         pos = chunk.find(tb, pos + 1)
-    if line_no < HEAD_LINES:  # the head of the file
-        e = 0
-        for _ in range(HEAD_LINES - line_no):
-            starts.add(e)
-            e = chunk.find(b"\n", e) + 1
-            if e <= 0 or e >= len(chunk):
+    e = 0
+    for _ in range(max(0, HEAD_LINES - line_no)):  # the head of the file
+        mark(e, HEAD)
+        e = chunk.find(b"\n", e) + 1
+        if e <= 0 or e >= len(chunk):
+            break
+    return carry
+
+
+class _Scanner:
+    """The per-chunk work of :func:`scan_stream` (module docstring)."""
+
+    def __init__(self, patterns: list[tuple[str, bool]], store, source, spool):
+        self.patterns = list(patterns)
+        self.active = list(range(len(patterns)))  # pattern ids the engine scans for, in its order
+        self.eng = _Engine(patterns)
+        self.metric = set(range(len(METRIC_MARKERS))) | {HEAD}
+        self.keeper = Keeper(patterns)
+        self.parent: dict[int, int] = {}
+        self.demoted: dict[int, int] = {}
+        self.rebuilds = 0
+        self.store, self.source, self.spool = store, source, spool
+        self.counters: dict = {}
+        self.metric_kept: set[int] = set()
+        self.plain: list[tuple[int, bytes]] = []  # metric lines kept as lines (no store)
+        self.truncated = False
+        if store is not None:
+            from grpo_debug.tools.engine.metrics import MetricTable
+
+            class _Sink(MetricTable):  # the metric parsers' table: values go to the store with their offsets
+                def add(sink, fmt: str, step: float, line: int, values: dict) -> None:
+                    if values:
+                        store.add(fmt, step, line, sink.offsets.get(line, -1), values)
+                        sink.lines.add(line)
+            self.sink = _Sink()
+            self.sink.offsets = {}
+
+    def _hits(self, chunk: bytes, line_no: int) -> dict[int, set[int]]:
+        """The candidate lines of ``chunk`` and their pattern ids. A chunk with more than HIT_LIMIT hits is looked
+        at for a flood: the patterns that match a quarter of its lines (not metric markers) are no longer scanned
+        for (their first lines here are still offered to their quotas), and the chunk is scanned again."""
+        extra: dict[int, set[int]] = {}
+        while True:
+            starts, full = _line_pids(self.eng, self.active, chunk, HIT_LIMIT)
+            if not full:
                 break
-    return starts, carry_context
+            per: dict[int, int] = {}
+            for pids in starts.values():
+                for p in pids:
+                    per[p] = per.get(p, 0) + 1
+            noisy = {p for p, c in per.items() if c * 4 >= len(starts) and p not in self.metric}
+            if not noisy or self.rebuilds >= MAX_REBUILDS:
+                starts = _line_pids(self.eng, self.active, chunk, None)[0]
+                break
+            flood = {s: pids & noisy for s, pids in starts.items() if not pids.isdisjoint(noisy)}
+            for s, pids in flood.items():
+                extra.setdefault(s, set()).update(pids)
+            self._demote(noisy, chunk.count(b"\n", 0, min(flood)) + line_no + 1,
+                         {p: [chunk[s:chunk.find(b"\n", s)] for s, ps in list(flood.items())[:200] if p in ps] for p in noisy})
+        for s, pids in extra.items():
+            starts.setdefault(s, set()).update(pids)
+        return starts
+
+    def _demote(self, noisy: set[int], line: int, samples: dict[int, list[bytes]]) -> None:
+        """Stop scanning for the chatter alternatives of the ``noisy`` patterns (line_quota.split_noisy) from
+        ``line`` on; their other alternatives are scanned for as patterns of their own."""
+        for p in sorted(noisy):
+            pat, ci = self.patterns[p]
+            self.active.remove(p)
+            self.demoted[p] = line
+            for b in split_noisy(pat, ci, samples.get(p, [])) or []:
+                q = len(self.patterns)
+                self.patterns.append((b, ci))
+                self.active.append(q)
+                self.parent[q] = self.parent.get(p, p)
+                self.keeper.add_pattern(q, b)
+        self.eng = _Engine([self.patterns[i] for i in self.active])
+        self.rebuilds += 1
+
+    def chunk(self, chunk: bytes, line_no: int, base: int | None, pending: int) -> int:
+        """Classify and keep the lines of ``chunk`` (``line_no`` lines before it; ``base``: its byte offset in
+        the source, None when unknown); return the traceback lines that go on into the next chunk."""
+        starts = self._hits(chunk, line_no)
+        carry = _add_context(starts, chunk, pending, line_no)
+        cands, metric = [], []
+        prev, n, count = 0, line_no, chunk.count
+        for s in sorted(starts):
+            n += count(b"\n", prev, s)
+            prev = s
+            pids = starts[s]
+            cands.append((n + 1, s, pids))
+            if not self.metric.isdisjoint(pids):
+                metric.append((n + 1, s))
+        found = self._metrics(chunk, metric, base) if metric and self.store is not None else set()
+        before = dict(self.keeper.matched)
+        for no, s, pids in cands:
+            self._offer(chunk, no, s, pids, found)
+        self._chatter(before, line_no + chunk.count(b"\n"))
+        return carry
+
+    def _offer(self, chunk: bytes, no: int, s: int, pids: set[int], found: set[int]) -> None:
+        raw = chunk[s:chunk.find(b"\n", s)]
+        if no in found:  # its values are in the store; kept as a line only for its other patterns
+            rest = pids - self.metric
+            if HEAD in pids:
+                rest.add(HEAD)
+            if not rest:
+                return
+            self.metric_kept.add(no)
+            pids = rest
+        elif self.store is None and not self.metric.isdisjoint(pids) and HEAD not in pids:
+            if len(self.plain) < MAX_CANDIDATES:
+                self.plain.append((no, raw))
+            else:
+                self.truncated = True
+            return
+        self.keeper.offer(no, raw, pids)
+
+    def _chatter(self, before: dict[int, int], line: int) -> None:
+        """Patterns past their quota that matched 1000+ lines of this chunk are chatter: stop scanning for them."""
+        k = self.keeper
+        noisy = {p for p in self.active if p not in self.metric and k.noisy(p)
+                 and k.matched.get(p, 0) - before.get(p, 0) >= 1000}
+        if noisy and self.rebuilds < MAX_REBUILDS:
+            self._demote(noisy, line, {p: [r[1] for r in list(k.rings.get(p, ()))[-200:]] for p in noisy})
+
+    def _metrics(self, chunk: bytes, metric: list[tuple[int, int]], base: int | None) -> set[int]:
+        """Extract the values of the metric candidate lines into the store; the line numbers that carried metrics."""
+        from grpo_debug.tools.engine.metrics import extract_metrics
+        from grpo_debug.tools.engine.normalize import normalize_line
+
+        sink = self.sink
+        sink.lines = set()
+        raws = [chunk[s:chunk.find(b"\n", s)] for _, s in metric]
+        lines = [normalize_line(r.decode("utf-8", "replace").replace("\x00", ""), no) for (no, _), r in zip(metric, raws)]
+        if self.spool is None:
+            sink.offsets = {no: base + s for no, s in metric} if base is not None else {}
+        else:  # a compressed input: metric lines go to a spool file, read back from there by offset
+            sink.offsets, pos = {}, self.spool.tell()
+            for (no, _), r in zip(metric, raws):
+                sink.offsets[no] = pos
+                pos += len(r) + 1
+            self.spool.write(b"\n".join(raws) + b"\n")
+        extract_metrics(lines, table=sink, counters=self.counters)
+        return sink.lines
 
 
-def _keep_lines(out: SparseLog, chunk: bytes, starts: set[int], line_no: int) -> None:
-    """Append the lines at ``starts`` to ``out`` with their 1-based numbers (``line_no`` lines came before)."""
-    # number the candidate lines: count newlines between successive starts (C-speed bytes.count)
-    prev, n = 0, line_no
-    for s in sorted(starts):
-        n += chunk.count(b"\n", prev, s)
-        prev = s
-        e = chunk.find(b"\n", s)
-        if len(out.lines) >= MAX_CANDIDATES:
-            out.truncated = True
-            continue
-        raw = chunk[s:e]
-        seen = out.copies.get(raw, 0)
-        if seen >= MAX_COPIES:  # the same line again and again (a flood of `nan`): counted, not kept
-            out.repeats += 1
-            continue
-        if len(out.copies) < MAX_CANDIDATES:
-            out.copies[raw] = seen + 1
-        out.lines.append((n + 1, raw.decode("utf-8", "replace")))
-
-
-def _add_tail(out: SparseLog, last_chunks: list[tuple[int, bytes]]) -> None:
-    """Keep the file's last TAIL_LINES lines (a hang shows at the bottom) and sort the kept lines."""
+def _tail(last_chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """The file's last TAIL_LINES lines (a hang shows at the bottom), cut from the last chunks from their end."""
     tail: list[tuple[int, bytes]] = []
-    for base, ch in last_chunks:  # the last lines of each chunk, found from its end (never split it whole)
+    for base, ch in last_chunks:
         start = len(ch)
         for _ in range(TAIL_LINES):
             nl = ch.rfind(b"\n", 0, max(0, start - 1))
@@ -152,26 +317,53 @@ def _add_tail(out: SparseLog, last_chunks: list[tuple[int, bytes]]) -> None:
         part = ch[start:].split(b"\n")[:-1]
         first = base + ch.count(b"\n", 0, start) + 1
         tail += [(first + i, ln) for i, ln in enumerate(part)]
-    tail = tail[-TAIL_LINES:]
-    kept = {n for n, _ in out.lines}
-    out.lines += [(n, ln.decode("utf-8", "replace")) for n, ln in tail if n not in kept]
-    out.lines.sort(key=lambda x: x[0])
+    return tail[-TAIL_LINES:] if TAIL_LINES else []
+
+
+def _report(progress, done: int, total: int | None, phase: str) -> None:
+    """Call ``progress(done, total)``, or ``progress(done, total, phase)`` when it takes a third argument."""
+    if progress is None:
+        return
+    import inspect
+
+    try:
+        params = inspect.signature(progress).parameters.values()
+        takes = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3 or any(
+            p.kind == p.VAR_POSITIONAL for p in params)
+    except (TypeError, ValueError):
+        takes = False
+    if takes:
+        progress(done, total, phase)
+    elif phase == "reading":
+        progress(done, total)
+
+
+def _reread_source(stream) -> tuple[object, int | None]:
+    """Where metric lines can be read back by offset: (the stream or its file name, its start offset), or
+    (None, None) when it cannot (a compressed or one-way stream: spool them)."""
+    if isinstance(stream, io.BytesIO):
+        return stream, stream.tell()
+    if isinstance(stream, (io.BufferedReader, io.FileIO)) and stream.seekable():
+        return stream.name, stream.tell()
+    return None, None
 
 
 def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *, size: int | None = None,
-                progress: Callable[[int, int | None], None] | None = None, max_bytes: int | None = None) -> SparseLog:
-    """Read ``stream`` in chunks and keep the candidate lines (see module docstring); stop after ``max_bytes``
-    (decompressed) bytes when given (``capped`` then says so)."""
-    rule_patterns = list(dict.fromkeys(rule_patterns))
-    patterns = build_patterns(rule_patterns)
-    eng = _Engine(patterns)
-    out = SparseLog(engine=eng.kind, unprefiltered=list(eng.unprefiltered))
+                progress: Callable[..., None] | None = None, max_bytes: int | None = None, store=None,
+                position: Callable[[], int] | None = None) -> SparseLog:
+    """Read ``stream`` in chunks: metric values into ``store`` (a SeriesStore; None keeps metric lines as lines),
+    the other candidate lines under quotas (module docstring). Stop after ``max_bytes`` (decompressed) bytes when
+    given (``capped`` then says so). ``progress(done, total[, phase])`` is called after each chunk is processed,
+    with ``position()`` (bytes of the file consumed; default the bytes read) against ``size``."""
+    patterns = build_patterns(list(dict.fromkeys(rule_patterns)))
+    source, start = _reread_source(stream) if store is not None else (None, None)
+    spool = tempfile.TemporaryFile(prefix="grpo-debug-spool-") if store is not None and source is None else None
+    sc = _Scanner(patterns, store, source, spool)
+    out = SparseLog(engine=sc.eng.kind, unprefiltered=list(sc.eng.unprefiltered), store=store,
+                    source=spool if spool is not None else source)
     last_chunks: list[tuple[int, bytes]] = []
-    line_no = 0          # lines completed before the current chunk
-    carry = b""
-    pending_context = 0  # lines still to keep after a Traceback that crossed the chunk boundary
-    skip_to_newline = False
-    raw_read = 0
+    line_no = pending = raw_read = 0
+    carry, skip_to_newline, gap = b"", False, False  # gap: the buffer lost the middle of a huge line
     while True:
         block = stream.read(CHUNK) if max_bytes is None or raw_read < max_bytes else b""
         if block:
@@ -184,45 +376,85 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
                     continue
                 block, skip_to_newline = block[nlpos:], False
         buf = carry + block
+        end = raw_read  # source offset (from ``start``) of the end of ``buf``
         if not block:
             if not buf:
                 break
             buf += b"" if buf.endswith(b"\n") else b"\n"
+            end += 1 if len(buf) > len(carry) else 0
         cut = buf.rfind(b"\n") + 1
         if cut == 0:  # no newline in the whole chunk: a huge line; keep reading (bounded by the input cap)
             carry = buf
             if not block:
                 break
             if len(carry) > 64 * 2**20:  # a single line over 64 MiB: keep its start, drop the rest of it
-                carry = carry[: 20_000]
-                skip_to_newline = True
+                carry, skip_to_newline, gap = carry[: 20_000], True, True
             continue
         chunk, carry = buf[:cut], buf[cut:]
-        room = MAX_CANDIDATES - len(out.lines) - out.repeats  # repeats count: a flood stops the scan too
-        if room > 0:
-            starts, carry_context = _candidate_starts(chunk, eng, pending_context, line_no, room)
-        else:  # the candidate cap is reached: the rest is only counted (its tail is kept below)
-            starts, carry_context, out.truncated = set(), 0, True
-        _keep_lines(out, chunk, starts, line_no)
-        pending_context = carry_context
-        nl = chunk.count(b"\n")
+        base = None if gap or start is None else start + end - len(buf)
+        gap = False
+        pending = sc.chunk(chunk, line_no, base, pending)
         last_chunks = (last_chunks + [(line_no, chunk)])[-2:]  # the tail is cut from these at the end
-        line_no += nl
+        line_no += chunk.count(b"\n")
         out.bytes_read += len(chunk)
-        if progress:
-            progress(raw_read, size)
+        _report(progress, position() if position else raw_read, size, "reading")
         if not block:
             break
-    out.copies = {}
-    _add_tail(out, last_chunks)
-    out.total_lines = line_no
+    _finish(out, sc, last_chunks, line_no)
+    total = size if size is not None else raw_read
+    _report(progress, total, total, "reading")  # the end of the file (or of the input cap)
+    _report(progress, total, total, "analysing")  # what the caller does next: a phase, not bytes
     return out
 
 
+def _finish(out: SparseLog, sc: _Scanner, last_chunks: list[tuple[int, bytes]], line_no: int) -> None:
+    """The kept lines in order (quota lines, metric lines kept as lines, the tail) and the counts."""
+    kept = dict(sc.keeper.lines())
+    kept.update(sc.plain)
+    for no, raw in _tail(last_chunks):
+        kept.setdefault(no, raw)
+    out.lines = [(no, kept[no].decode("utf-8", "replace")) for no in sorted(kept)]
+    out.total_lines = line_no
+    out.matched, out.dropped = dict(sc.keeper.matched), dict(sc.keeper.dropped)
+    out.metric_kept = sc.metric_kept
+    out.patterns, out.parent, out.demoted = sc.patterns, sc.parent, sc.demoted
+    out.truncated = sc.truncated
+    if sc.spool is not None:
+        sc.spool.flush()
+
+
 def scan_file(path: str | os.PathLike, rule_patterns: Iterable[str] = (),
-              progress: Callable[[int, int | None], None] | None = None, max_bytes: int | None = None) -> SparseLog:
-    stream, size = open_stream(path)
-    compressed = not isinstance(stream, io.BufferedReader)
-    with stream:  # a compressed file is read up to MAX_DECOMPRESSED_BYTES (a 1 MB gzip can hold gigabytes)
-        return scan_stream(stream, rule_patterns, size=size, progress=progress,
-                           max_bytes=max_bytes if max_bytes is not None else (MAX_DECOMPRESSED_BYTES if compressed else None))
+              progress: Callable[..., None] | None = None, max_bytes: int | None = None, store=None) -> SparseLog:
+    """:func:`scan_stream` over a plain, .gz or .zst file; a compressed file is read up to MAX_DECOMPRESSED_BYTES
+    (a 1 MB gzip can hold gigabytes). Progress counts the bytes of the file on disk."""
+    stream, size, raw = _open(path)
+
+    def position() -> int:  # how far into the compressed file decompression is
+        try:
+            return min(size, raw.tell())
+        except (OSError, ValueError):
+            return 0
+    try:
+        with stream:
+            return scan_stream(stream, rule_patterns, size=size, progress=progress, store=store,
+                               position=position if raw is not None else None,
+                               max_bytes=max_bytes if max_bytes is not None else (MAX_DECOMPRESSED_BYTES if raw else None))
+    finally:
+        if raw is not None:
+            raw.close()
+
+
+def read_lines(source, offsets: list[int]) -> dict[int, bytes]:
+    """The lines that start at ``offsets`` of ``source`` (a path, or a seekable binary stream); offset -> raw line."""
+    if source is None or not offsets:
+        return {}
+    fh = open(source, "rb") if isinstance(source, (str, bytes, os.PathLike)) else source
+    try:
+        out = {}
+        for off in sorted(set(offsets)):
+            fh.seek(off)
+            out[off] = fh.readline(1 << 20).rstrip(b"\n")
+        return out
+    finally:
+        if fh is not source:
+            fh.close()

@@ -59,6 +59,16 @@ class Record:
     keys: frozenset[str]
 
 
+class LineSet(set):
+    """Line numbers of metric lines, of which a streamed log holds only some: ``in`` and iteration see the held
+    ones, ``len()`` is ``total``, the number of metric lines of the whole input (engine/series_store.py)."""
+
+    total: int = 0
+
+    def __len__(self) -> int:
+        return max(self.total, set.__len__(self))
+
+
 @dataclass
 class MetricTable:
     series: dict[str, list[Point]] = field(default_factory=dict)
@@ -66,6 +76,12 @@ class MetricTable:
     formats: set[str] = field(default_factory=set)
     lines: set[int] = field(default_factory=set)
     axes: dict[str, str] = field(default_factory=dict)  # raw key -> x axis when a format says it is not 'step'
+    # raw key -> the number of points the input had, when ``series`` holds a downsample (a streamed log)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def count(self, key: str) -> int:
+        """The number of points of series ``key`` in the input (``len(series[key])`` unless downsampled)."""
+        return self.counts.get(key, len(self.series.get(key, ())))
 
     def add(self, fmt: str, step: float, line: int, values: dict[str, float]) -> None:
         if not values:
@@ -90,7 +106,24 @@ def _numeric(d: dict) -> dict[str, float]:
     return out
 
 
+_ODD_BLANKS = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")  # ASCII blanks but one space
+
+
 def _verl_pairs(rest: str) -> dict[str, float]:
+    """``key:value`` pairs of a verl LocalLogger line after ``step:N - ``; items split at ``" - "``."""
+    if rest.isascii() and not any(b in rest for b in _ODD_BLANKS):  # single spaces only: str.split splits as _PAIR_SEP does
+        out = {}
+        for item in rest.split(" - "):
+            k, sep, v = item.strip().rpartition(":")
+            if not sep or not k or " " in k:
+                continue
+            try:
+                out[k] = float(v)  # the common case: a plain number, nan or inf
+            except ValueError:
+                f = to_float(v.split()[0]) if v.strip() else None
+                if f is not None:
+                    out[k] = f
+        return out
     out = {}
     for item in _PAIR_SEP.split(rest):
         k, sep, v = item.strip().rpartition(":")
@@ -187,13 +220,15 @@ def parse_line(ln: Line, table: MetricTable, counters: dict[str, int]) -> bool:
     return False
 
 
-def extract_metrics(lines: list[Line]) -> MetricTable:
+def extract_metrics(lines: list[Line], table: MetricTable | None = None, counters: dict | None = None) -> MetricTable:
     """Metric series of all lines, in input order: the multi-line formats of engine/metric_formats first (a block
-    consumes its lines), then per line its ``BEFORE`` units, the built-in shapes above, and its ``AFTER`` units."""
+    consumes its lines), then per line its ``BEFORE`` units, the built-in shapes above, and its ``AFTER`` units.
+    ``table`` and ``counters`` (the formats' running state) carry over between calls on successive pieces of one
+    input (a streamed log, read chunk by chunk)."""
     from grpo_debug.tools.engine.metric_formats import AFTER, BEFORE, BLOCKS
 
-    table = MetricTable()
-    counters: dict = {}
+    table = MetricTable() if table is None else table
+    counters = {} if counters is None else counters
     i, n = 0, len(lines)
     while i < n:
         used = 0

@@ -47,7 +47,23 @@ class Line:
 
 
 def strip_ansi(s: str) -> str:
-    return _ANSI.sub("", s)
+    """``s`` without ANSI escapes; the regex is tried only where one can start (an ESC or a '['), so a long
+    metric line costs a few finds, not a regex scan of every character."""
+    if "\x1b" not in s and "[" not in s:
+        return s
+    out, pos, i, match, find = [], 0, 0, _ANSI.match, s.find
+    while True:
+        e, b = find("\x1b", i), find("[", i)
+        if e < 0 and b < 0:
+            break
+        j = e if b < 0 or 0 <= e < b else b
+        m = match(s, j)
+        if m and m.end() > j:
+            out.append(s[pos:j])
+            pos = i = m.end()
+        else:
+            i = j + 1
+    return "".join(out) + s[pos:] if out else s
 
 
 _JSON_MESSAGE_KEYS = ("message", "msg", "log", "text")

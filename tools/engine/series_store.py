@@ -1,0 +1,277 @@
+"""Metric series of a streamed log in bounded memory: every metric line's values folded in as they are read.
+
+Each metric line is a record (step, line number, byte offset, in ``array`` columns). A series holds
+(value, record id) entries, exact up to its capacity. Past it, it becomes buckets of ``width`` consecutive
+points, each kept as two entries: the minimum and the maximum finite value of the bucket with their real
+record (a bucket with no finite value keeps its first non-finite point). When the entries fill up again,
+neighbouring buckets merge (width doubles). The first point, the last point and the first ``KEEP_NONFINITE``
+non-finite points are kept apart, so the extremes, the first NaN and the shape of a climb survive any amount of
+downsampling; ``n`` counts every point. New values wait in a small per-series buffer and are filed in batches
+(the min/max of a bucket is found by the C builtins), so the work per value is two appends.
+
+:meth:`SeriesStore.materialize` turns the store into an engine ``MetricTable`` (``Point`` lists, bounded: the
+detectors of engine/series run on it unchanged) whose ``counts`` give each series' true number of points.
+"""
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+KEEP_NONFINITE = 3
+STORE_POINTS = 2_000_000      # entries held over all series (12 bytes each, plus 24 per metric line referenced)
+SERIES_CAP = (2048, 65_536)   # entries one series may hold: (least, most)
+TABLE_POINTS = 240_000        # points materialised over all series (Python objects: ~130 bytes each)
+TABLE_CAP = (512, 16_384)
+MAX_SERIES = 4000             # series kept; the values of later new names are counted, not kept
+MAX_RUNS = 20_000             # runs of identical (format, keys) records kept at the start and at the end
+PENDING = 1024                # values a series takes before they are filed (exact, or into buckets)
+MAX_RECORDS = 2_000_000       # metric lines referenced before records no series holds any more are dropped
+# series the detectors read first (grad norm, losses, KL, entropy, rewards, log-prob gaps): 4x the room
+IMPORTANT = re.compile(r"grad.?norm|loss|kl|entropy|reward|score|log_?prob|probs_diff|mismatch|clip|length", re.I)
+
+
+def _finite(v: float) -> bool:
+    return v - v == 0.0  # False for nan, inf, -inf
+
+
+def _lo_hi(vals, start: int, stop: int) -> tuple[int, int]:
+    """Indices of the min and the max finite value of ``vals[start:stop]`` in order (the first index twice when
+    none is finite). The slice is scanned by the C builtins when it has no non-finite value."""
+    seg = vals[start:stop]
+    if _finite(sum(seg)):
+        lo, hi = start + seg.index(min(seg)), start + seg.index(max(seg))
+    else:
+        fin = [i for i in range(start, stop) if _finite(vals[i])]
+        if not fin:
+            return start, start
+        lo, hi = min(fin, key=vals.__getitem__), max(fin, key=vals.__getitem__)
+    return (lo, hi) if lo <= hi else (hi, lo)
+
+
+class _Series:
+    """One series: values and record ids (``vals``, ``recs``), exact or as min/max buckets of ``width`` points;
+    new values wait in ``pv``/``pr`` and are filed in batches (see the module docstring)."""
+
+    __slots__ = ("vals", "recs", "pv", "pr", "width", "cap", "n", "first", "last", "bad", "weight")
+
+    def __init__(self, weight: int):
+        self.vals, self.recs, self.pv, self.pr = array("d"), array("q"), array("d"), array("q")
+        self.width, self.cap, self.n, self.weight = 1, SERIES_CAP[1], 0, weight
+        self.first = self.last = None
+        self.bad: list[tuple[float, int]] = []
+
+    def file(self, final: bool = False) -> None:
+        """File the waiting values: exact while there is room, else into buckets (a partial last bucket stays
+        waiting unless ``final``)."""
+        pv, pr = self.pv, self.pr
+        if not pv:
+            return
+        if self.first is None:
+            self.first = (pv[0], pr[0])
+        self.last = (pv[-1], pr[-1])
+        if len(self.bad) < KEEP_NONFINITE and not _finite(sum(pv)):
+            self.bad += [(v, r) for v, r in zip(pv, pr) if not _finite(v)][: KEEP_NONFINITE - len(self.bad)]
+        if self.width == 1:
+            take = len(pv)
+            self.vals.extend(pv)
+            self.recs.extend(pr)
+        else:
+            w = self.width
+            take = len(pv) if final else len(pv) - len(pv) % w
+            for i in range(0, take, w):
+                for j in _lo_hi(pv, i, min(take, i + w)):
+                    self.vals.append(pv[j])
+                    self.recs.append(pr[j])
+        self.n += take
+        del pv[:take], pr[:take]
+        while len(self.vals) >= self.cap:
+            self._merge()
+
+    def _merge(self) -> None:
+        """Halve the entries: every 4 consecutive entries (4 points, or 2 buckets) become one bucket's 2 entries."""
+        vals, recs = self.vals, self.recs
+        nv, nr = array("d"), array("q")
+        m = len(vals) - len(vals) % 4
+        for i in range(0, m, 4):
+            for j in _lo_hi(vals, i, i + 4):
+                nv.append(vals[j])
+                nr.append(recs[j])
+        nv.extend(vals[m:])
+        nr.extend(recs[m:])
+        self.vals, self.recs = nv, nr
+        self.width = 4 if self.width == 1 else self.width * 2
+
+    def held(self) -> list[tuple[float, int]]:
+        """Every held (value, record id) in record order, the first, last and first non-finite ones included."""
+        self.file(final=True)
+        pts = dict(zip(self.recs, self.vals))
+        for q in (self.first, self.last, *self.bad):
+            if q is not None:
+                pts[q[1]] = q[0]
+        return [(pts[r], r) for r in sorted(pts)]
+
+
+def _thin(pts: list[tuple[float, int]], budget: int) -> list[tuple[float, int]]:
+    """At most about ``budget`` of ``pts`` (value, record id): min and max of equal groups, plus the first, the last
+    and the first non-finite points."""
+    if len(pts) <= budget:
+        return pts
+    vals = array("d", (q[0] for q in pts))
+    g = math.ceil(len(pts) / max(1, budget // 2))
+    keep = {0, len(pts) - 1} | set(sorted(i for i in range(len(pts)) if not _finite(vals[i]))[:KEEP_NONFINITE])
+    for i in range(0, len(pts), g):
+        keep.update(_lo_hi(vals, i, min(len(pts), i + g)))
+    return [pts[i] for i in sorted(keep)]
+
+
+@dataclass
+class Run:
+    """Consecutive metric records of one format with the same keys: the first and last (step, line) and how many."""
+
+    fmt: str
+    keys: frozenset
+    first: tuple[float, int]
+    last: tuple[float, int]
+    count: int = 1
+
+
+@dataclass
+class SeriesStore:
+    """Every metric value of a streamed log, per series, in bounded memory (module docstring). Each metric line is
+    a record (step, line number, byte offset) that the series' entries point to."""
+
+    series: dict[str, _Series] = field(default_factory=dict)
+    formats: set[str] = field(default_factory=set)
+    axes: dict[str, str] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+    tail_runs: list[Run] = field(default_factory=list)
+    runs_dropped: int = 0
+    metric_lines: int = 0
+    dropped_series: dict[str, int] = field(default_factory=dict)
+    r_step: array = field(default_factory=lambda: array("d"))
+    r_line: array = field(default_factory=lambda: array("q"))
+    r_off: array = field(default_factory=lambda: array("q"))
+    _keysets: dict[tuple, frozenset] = field(default_factory=dict, repr=False)
+    _live: int = 0  # records referenced at the last compaction
+
+    def _new(self, key: str) -> _Series | None:
+        if len(self.series) >= MAX_SERIES:
+            return None
+        s = self.series[key] = _Series(4 if IMPORTANT.search(key) else 1)
+        lo, hi = SERIES_CAP
+        share = STORE_POINTS // sum(x.weight for x in self.series.values())
+        for other in self.series.values():  # every series' room shrinks as series appear
+            other.cap = max(lo, min(hi, share * other.weight))
+        return s
+
+    def add(self, fmt: str, step: float, line: int, off: int, values: dict[str, float]) -> None:
+        """Fold one metric line (``values`` by raw key, at ``step``; ``line`` 1-based, ``off`` its byte offset or -1)."""
+        rid = len(self.r_line)
+        self.r_step.append(step)
+        self.r_line.append(line)
+        self.r_off.append(off)
+        get = self.series.get
+        for k, v in values.items():
+            s = get(k)
+            if s is None:
+                s = self._new(k)
+                if s is None:
+                    self.dropped_series[k] = self.dropped_series.get(k, 0) + 1
+                    continue
+            s.pv.append(v)
+            s.pr.append(rid)
+        self.metric_lines += 1
+        self.formats.add(fmt)
+        self._record(fmt, step, line, values)
+        if not rid & 255:
+            for s in self.series.values():
+                if len(s.pv) >= max(PENDING, s.width):
+                    s.file()
+            if rid >= max(MAX_RECORDS, 2 * self._live):
+                self._compact()
+
+    def _compact(self) -> None:
+        """Drop the records no series refers to any more (their ids are renumbered)."""
+        for s in self.series.values():
+            s.file()
+        live = set()
+        for s in self.series.values():
+            live.update(s.recs, s.pr, (q[1] for q in (s.first, s.last, *s.bad) if q is not None))
+        order = sorted(live)
+        self._live = len(order)
+        new = {r: i for i, r in enumerate(order)}
+        self.r_step = array("d", (self.r_step[r] for r in order))
+        self.r_line = array("q", (self.r_line[r] for r in order))
+        self.r_off = array("q", (self.r_off[r] for r in order))
+        for s in self.series.values():
+            s.recs = array("q", (new[r] for r in s.recs))
+            s.pr = array("q", (new[r] for r in s.pr))
+            s.first, s.last = [None if q is None else (q[0], new[q[1]]) for q in (s.first, s.last)]
+            s.bad = [(v, new[r]) for v, r in s.bad]
+
+    def _record(self, fmt: str, step: float, line: int, values: dict) -> None:
+        t = tuple(values)
+        keys = self._keysets.get(t)
+        if keys is None:
+            keys = frozenset(t)
+            if len(self._keysets) < 10_000:
+                self._keysets[t] = keys
+        runs = self.tail_runs if len(self.runs) >= MAX_RUNS else self.runs
+        if runs and runs[-1].fmt == fmt and runs[-1].keys == keys:
+            r = runs[-1]
+            r.last, r.count = (step, line), r.count + 1
+            return
+        runs.append(Run(fmt, keys, (step, line), (step, line)))
+        if len(self.tail_runs) > MAX_RUNS:
+            del self.tail_runs[: MAX_RUNS // 2]
+            self.runs_dropped += MAX_RUNS // 2
+
+    def materialize(self) -> tuple["MetricTable", "LineIndex"]:  # noqa: F821
+        """An engine MetricTable of the held points (at most about TABLE_POINTS over all series; ``counts`` are the
+        true numbers of points) and the byte offsets of its points' lines."""
+        from grpo_debug.tools.engine.metrics import LineSet, MetricTable, Point, Record
+
+        table = MetricTable(formats=set(self.formats), axes=dict(self.axes))
+        weight = sum(s.weight for s in self.series.values()) or 1
+        lo, hi = TABLE_CAP
+        used: set[int] = set()
+        steps, nos = self.r_step, self.r_line
+        for k, s in self.series.items():
+            budget = max(lo, min(hi, TABLE_POINTS * s.weight // weight))
+            pts = _thin(s.held(), budget)
+            table.series[k] = [Point(steps[r], v, nos[r]) for v, r in pts]
+            table.counts[k] = s.n
+            used.update(r for _, r in pts)
+        for r in self.runs + self.tail_runs:
+            table.records.append(Record(r.fmt, r.first[0], r.first[1], r.keys))
+            if r.count > 1:
+                table.records.append(Record(r.fmt, r.last[0], r.last[1], r.keys))
+        index = {nos[r]: self.r_off[r] for r in used}
+        table.lines = LineSet(index)
+        table.lines.total = self.metric_lines
+        return table, LineIndex.of(index)
+
+
+@dataclass
+class LineIndex:
+    """Line number -> byte offset of the materialised metric points (sorted columns; ``get`` by bisection)."""
+
+    nos: array = field(default_factory=lambda: array("q"))
+    offs: array = field(default_factory=lambda: array("q"))
+
+    @classmethod
+    def of(cls, d: dict[int, int]) -> "LineIndex":
+        out = cls()
+        for n in sorted(d):
+            out.nos.append(n)
+            out.offs.append(d[n])
+        return out
+
+    def get(self, no: int) -> int | None:
+        i = bisect_left(self.nos, no)
+        if i < len(self.nos) and self.nos[i] == no and self.offs[i] >= 0:
+            return self.offs[i]
+        return None
