@@ -94,3 +94,19 @@ async def test_bad_enum_over_mcp_lists_the_allowed_values():
     text = r.content[0].text
     assert r.is_error and "'explode' is not allowed" in text and "symptoms" in text
     assert "pydantic" not in text and "validation error" not in text
+
+
+def test_metric_table_shows_a_series_that_ended_non_finite():
+    """The JSON summary maps NaN/Inf to null; the table says the last value was non-finite instead of '-', and a
+    float NaN/Inf (an in-process summary) is spelled out."""
+    from grpo_debug.tools.triage import triage_text
+
+    res = triage_text(LOG)  # grad_norm turns nan at step 6 and stays so
+    assert res.metrics["actor/grad_norm"].last is None
+    row = next(ln for ln in render_triage_text(res, verbose=True, width=140).splitlines() if ln.startswith("actor/grad_norm"))
+    assert row.split()[3:5] == ["0.5", "nan/inf"], row
+    res = TriageResult(summary="s", coverage=Coverage(input="<text>"), metrics={
+        "loss": SeriesSummary(points=2, first=1.0, last=float("inf"), min=1.0, max=1.0, first_nonfinite_step=2),
+        "kl": SeriesSummary(points=2, first=0.1, last=None, min=0.1, max=0.1)})  # a last value not known: '-'
+    rows = {ln.split()[0]: ln.split() for ln in render_triage_text(res, width=140).splitlines() if ln.startswith(("loss", "kl "))}
+    assert rows["loss"][4] == "inf" and rows["kl"][4] == "-"

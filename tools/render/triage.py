@@ -59,6 +59,15 @@ def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str]
     return out
 
 
+def _end_value(v: float | None, s: SeriesSummary) -> str:
+    """A first/last cell. The JSON summary maps a non-finite value to null (tools/models.SeriesSummary), so a
+    series that has points and went non-finite but shows no value there held NaN or Inf: ``nan/inf``, not the
+    ``-`` of a value that is not known. A float NaN/Inf (an in-process summary) is spelled as it is."""
+    if v is None and s.points and (s.first_nonfinite_step is not None or s.first_nonfinite_line is not None):
+        return "nan/inf"
+    return fmt_num(v)
+
+
 def metrics_table(metrics: dict[str, SeriesSummary], max_rows: int = MAX_METRIC_ROWS) -> Table | None:
     if not metrics:
         return None
@@ -80,7 +89,8 @@ def metrics_table(metrics: dict[str, SeriesSummary], max_rows: int = MAX_METRIC_
             nf = f"step {fmt_num(s.first_nonfinite_step)}"
             if s.first_nonfinite_line is not None:
                 nf += f" (L{s.first_nonfinite_line})"
-        t.add_row(k, str(s.points), steps, fmt_num(s.first), fmt_num(s.last), fmt_num(s.min), fmt_num(s.max), nf)
+        t.add_row(k, str(s.points), steps, _end_value(s.first, s), _end_value(s.last, s), fmt_num(s.min),
+                  fmt_num(s.max), nf)
     if len(names) > max_rows:
         t.caption = f"... {len(names) - max_rows} more series (all in --format json)"
         t.caption_justify = "left"
