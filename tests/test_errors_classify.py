@@ -179,3 +179,56 @@ def test_a_long_log_is_classified_in_linear_time():
     t = time.perf_counter()
     recs = classify_all(normalize(text))
     assert len(recs) == 500 and time.perf_counter() - t < 10
+
+
+def test_quoted_source_lines_of_plain_rich_and_loguru_tracebacks():
+    """The code a traceback quotes is marked (facts.py reads no settings from it); the lines around it are not."""
+    from grpo_debug.tools.engine.errors_classify import quoted_source_lines
+
+    plain = """step 3 lr=1e-6 beta=0.04
+Traceback (most recent call last):
+  File "/app/train.py", line 42, in main
+    probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+            ~~~~~~~~~~~~~^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+    max_len=4096 group=8"""
+    assert quoted_source_lines(normalize(plain)) == {3, 4, 5}
+    rich = """╭───────────────────── Traceback (most recent call last) ──────────────────────╮
+│ /app/train.py:42 in main                                                     │
+│                                                                              │
+│   41 │   │   logits = model(batch)                                           │
+│ ❱ 42 │   │   probs = torch.softmax(logits, dim=-1, dtype=torch.float32)      │
+╰──────────────────────────────────────────────────────────────────────────────╯
+OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."""
+    assert quoted_source_lines(normalize(rich)) == {2, 4, 5}
+    loguru = """Traceback (most recent call last):
+> File "/app/train.py", line 42, in main
+    probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+            │     │       └ tensor([[0.1, 0.2]])
+            │     └ <function softmax at 0x7f0000000000>
+            └ <module 'torch' from '/usr/lib/python3/torch/__init__.py'>
+RuntimeError: boom"""
+    assert quoted_source_lines(normalize(loguru)) == {2, 3, 4, 5, 6}
+
+
+def test_error_event_names_the_process_that_raised_it():
+    from grpo_debug.tools.engine.errors_classify import error_events
+
+    text = """(SGLangHttpServer pid=30211) Traceback (most recent call last):
+(SGLangHttpServer pid=30211)   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/scheduler.py", line 2571, in run_scheduler_process
+(SGLangHttpServer pid=30211)     scheduler.event_loop_overlap()
+(SGLangHttpServer pid=30211) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB."""
+    (ev,) = error_events(normalize(text))
+    assert ev.fields["process"] == "SGLangHttpServer pid=30211" and ev.text.endswith("\nprocess: SGLangHttpServer pid=30211")
+    assert ev.text.startswith("[cuda_oom] torch.OutOfMemoryError")
+
+
+def test_vllm_worker_rank_prefix_is_a_process_prefix():
+    """vLLM V1's multiprocess workers print '(VllmWorker rank=N pid=P)' (vllm issue #14452): the prefix is read as
+    the process, so the exception line under it is a Python exception."""
+    text = """(VllmWorker rank=0 pid=10672) ERROR 03-16 06:12:38 [multiproc_executor.py:375]   File "/workspace/vllm/vllm/v1/worker/gpu_model_runner.py", line 1292, in _dummy_sampler_run
+(VllmWorker rank=0 pid=10672) ERROR 03-16 06:12:38 [multiproc_executor.py:375]     raise RuntimeError(
+(VllmWorker rank=0 pid=10672) ERROR 03-16 06:12:38 [multiproc_executor.py:375] RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine."""
+    (r,) = classify_all(normalize(text))
+    assert r.exc_type == "RuntimeError" and r.frames and r.frames[0].func == "_dummy_sampler_run"
+    assert normalize(text)[0].source == "VllmWorker rank=0 pid=10672"

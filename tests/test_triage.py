@@ -114,3 +114,118 @@ def test_heldout_style_cases_score():
     t = _totals(_score(HELDOUT))
     n = len([p for p in HELDOUT.iterdir() if (p / "expected.yaml").exists()])
     assert t["symptom"] >= n - 1 and t["cause"] >= n - 2 and t["evidence"] >= n - 2, t
+
+
+# --- ranking: what ended or broke the run comes first (tools/engine/ranking.py) -------------------------------------
+# verl console lines: LocalLogger "step:N - key:value" under the driver's Ray prefix, dp_actor's
+# "WARN: rank 0 grad_norm is not finite: nan" (shared/reference/log_formats.md 1.1, 1.3)
+
+def _verl_steps(n: int, line) -> str:
+    return "\n".join(f"(TaskRunner pid=2291) step:{s} - " + line(s) for s in range(1, n + 1))
+
+
+def test_run_that_ended_in_nan_ranks_the_nan_above_a_medium_mismatch():
+    """A log-prob gap that grows (medium) and the NaN that ended the run (high, non-finite detector + verl's warning):
+    the NaN comes first, the gap stays in the answer."""
+    def step(s):
+        bad = s >= 19
+        return (f"actor/entropy:0.412 - actor/kl_loss:0.002 - actor/pg_loss:{'nan' if bad else '0.011'} - "
+                f"actor/pg_clipfrac:0.002 - actor/ppo_kl:0.000 - actor/grad_norm:{'nan' if bad else f'{0.2 + 0.01 * s:.3f}'} - "
+                f"training/rollout_probs_diff_max:{(0.004 + 0.002 * s) * 20:.3f} - "
+                f"training/rollout_probs_diff_mean:{0.004 + 0.002 * s:.3f} - critic/score/mean:0.41 - timing_s/gen:29.6")
+    text = _verl_steps(20, step) + "\n(WorkerDict pid=2455) WARN: rank 0 grad_norm is not finite: nan\n"
+    r = triage(text=text)
+    got = [f.symptom for f in r.findings]
+    assert got[0] == "nan_inf" and r.findings[0].confidence == "high" and "logprob_mismatch" in got
+    assert r.summary.startswith("Most likely: nan_inf")
+    assert [f.score for f in r.findings] == sorted((f.score for f in r.findings), reverse=True)
+
+
+def test_run_that_ended_in_an_oom_ranks_the_oom_above_medium_series_findings():
+    """The same kind with another terminal symptom: entropy collapse and responses at the cap (medium), then the
+    actor's CUDA OOM that stopped the run."""
+    def step(s):
+        late = s >= 8
+        return (f"actor/entropy:{0.012 if late else 0.41} - actor/pg_loss:0.012 - actor/grad_norm:0.2{s % 10} - "
+                f"critic/score/mean:0.3 - response_length/mean:{900 + 8 * s}.0 - response_length/max:1024.000 - "
+                f"response_length/clip_ratio:{0.93 if late else 0.02:.3f} - timing_s/gen:31.2")
+    tb = """(TaskRunner pid=2291) Traceback (most recent call last):
+(TaskRunner pid=2291)   File "/usr/local/lib/python3.10/dist-packages/verl/trainer/ppo/ray_trainer.py", line 1130, in fit
+(TaskRunner pid=2291)     actor_output = self.actor_rollout_wg.update_actor(batch)
+(TaskRunner pid=2291) ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_update_actor() (pid=2455, ip=10.0.0.1, actor_id=0123456789abcdef01000000, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f0000000000>)
+(TaskRunner pid=2291)   File "/usr/local/lib/python3.10/dist-packages/verl/workers/actor/dp_actor.py", line 173, in _forward_micro_batch
+(TaskRunner pid=2291)     logits_rmpad = output.logits.squeeze(0)
+(TaskRunner pid=2291) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.28 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.91 GiB is free.
+"""
+    r = triage(text=_verl_steps(15, step) + "\n" + tb)
+    got = [f.symptom for f in r.findings]
+    assert got[0] == "cuda_oom" and {"entropy_anomaly", "length_blowup"} <= set(got)
+
+
+def test_ranking_lifts_only_stated_terminal_findings_above_weaker_ones():
+    from grpo_debug.tools.engine.ranking import rank
+    from grpo_debug.tools.models import Finding
+
+    def f(symptom, conf, score):
+        return Finding(symptom=symptom, title=symptom, confidence=conf, fix="x", score=score)
+    oom, cfg, drift, spike = f("cuda_oom", "high", 3.0), f("config_error", "high", 5.0), f("logprob_mismatch", "medium", 4.6), \
+        f("grad_norm_spike", "high", 2.5)
+    out = [x for x, _ in rank([(drift, 1), (oom, 2), (cfg, 3), (spike, 4)], {id(oom)})]
+    # the stated OOM passes the medium drift, not the higher-scored config finding; a high finding without direct
+    # evidence (spike) keeps its place
+    assert out == [cfg, oom, drift, spike] and oom.score > drift.score
+
+
+# --- a rollout-engine OOM gets the engine's memory settings first ----------------------------------------------------
+
+def test_vllm_oom_inside_a_verl_rollout_names_the_engine_memory_settings():
+    """verl issue #1196's path (WorkerDict.actor_rollout_generate_sequences -> vllm_rollout_spmd -> vllm), ended by a
+    CUDA OOM in vLLM's sampler: the fix is the engine's memory share / concurrency, not the training micro-batch."""
+    p = "(TaskRunner pid=1748945) "
+    site = "/usr/local/lib/python3.10/dist-packages"
+    text = "\n".join(p + x for x in [
+        "Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.actor_rollout_generate_sequences() (pid=1751030, ip=10.0.0.1, actor_id=0123456789abcdef01000000, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f0000000000>)",
+        f'  File "{site}/verl/workers/fsdp_workers.py", line 574, in generate_sequences',
+        "    output = self.rollout.generate_sequences(prompts=prompts)",
+        f'  File "{site}/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", line 262, in generate_sequences',
+        "    outputs = self.inference_engine.generate(",
+        f'  File "{site}/vllm/engine/llm_engine.py", line 1386, in step',
+        "    outputs = self.model_executor.execute_model(",
+        f'  File "{site}/vllm/model_executor/layers/sampler.py", line 287, in forward',
+        "    probs = torch.softmax(logits, dim=-1, dtype=torch.float)",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 7.42 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.02 GiB is free."])
+    f = triage(text=text).findings[0]
+    assert f.symptom == "cuda_oom" and f.causes[0].rule_id == "rollout-engine-runtime-oom"
+    assert "gpu_memory_utilization" in f.fix.split(";")[0] and "ppo_micro_batch_size_per_gpu" not in f.fix
+
+
+def test_sglang_scheduler_oom_in_its_own_process_names_the_engine_memory_settings():
+    """The same kind from SGLang: the scheduler's traceback printed by verl's SGLangHttpServer actor."""
+    p = "(SGLangHttpServer pid=30211) "
+    site = "/usr/local/lib/python3.10/dist-packages"
+    text = "\n".join(p + x for x in [
+        "[2025-11-28 16:00:44 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        f'  File "{site}/sglang/srt/managers/scheduler.py", line 2571, in run_scheduler_process',
+        "    scheduler.event_loop_overlap()",
+        f'  File "{site}/sglang/srt/model_executor/model_runner.py", line 1690, in forward_decode',
+        "    return self.model.forward(",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a total capacity of 79.19 GiB of which 612.00 MiB is free."])
+    f = triage(text=text).findings[0]
+    assert f.causes[0].rule_id == "rollout-engine-runtime-oom" and "--mem-fraction-static" in f.fix
+
+
+# --- coverage: formatting and progress lines are understood --------------------------------------------------------
+
+def test_brackets_rules_and_progress_bars_are_not_lines_not_understood():
+    text = "\n".join([
+        "(TaskRunner pid=2291) Training Progress:   0%|          | 0/200 [00:00<?, ?it/s]",
+        "(WorkerDict pid=2455) Loading checkpoint shards: 100%|██████████| 4/4 [00:10<00:00,  2.69s/it]",
+        "Processed prompts: 100%|██████████| 512/512 [00:12<00:00, 41.2it/s, est. speed input: 2310.45 toks/s]",
+        "1234it [00:05, 246.81it/s]",
+        "{", "  \"zero_optimization\": {\"stage\": 2}", "}", "},", "----------------------------------------",
+        "(TaskRunner pid=2291) step:1 - actor/pg_loss:0.011 - actor/grad_norm:0.21",
+        "  0%|          | 9/63645 [00:19<37:53:00,  2.14s/it][2021-06-08 12:02:45,001] [INFO] [stage3.py:2323:_overflow_clean_up] [deepscale] fp16 dynamic loss scale overflow!",
+        "some line no reader knows"])
+    cov = triage(text=text).coverage
+    assert cov.lines_not_understood == 2, cov.not_understood_sample  # the glued log line and the unknown one
+    assert [e.line for e in cov.not_understood_sample] == [11, 12]

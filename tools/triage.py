@@ -16,9 +16,11 @@ from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
 from grpo_debug.tools.engine.edits import already_set, edits_for_patch, rule_patch
 from grpo_debug.tools.engine.events import extract_events
+from grpo_debug.tools.engine.layout import is_layout
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
 from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
+from grpo_debug.tools.engine.ranking import direct_evidence, rank
 from grpo_debug.tools.errors import InputError  # noqa: F401  (re-exported: grpo_debug.tools.triage.InputError)
 from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input, refuse_binary
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
@@ -84,12 +86,6 @@ def _evidence(lines: list[Line], nos: list[int], focus: list[str] = ()) -> list[
     return out
 
 
-# Event kinds and detectors that state a symptom outright: a finding backed by one of them is certain
-# about the symptom (its cause may still be uncertain; see each cause's own confidence).
-_DIRECT = {"cuda_oom": {"cuda_oom"}, "ray_host_oom": {"host_oom"}, "illegal_memory_access": {"illegal_memory_access"},
-           "nccl_timeout": {"collective_hang"}, "port_in_use": {"port_conflict"}, "context_length": {"context_overflow"},
-           "ray_unschedulable": {"ray_resources_pending"}, "ray_actor_died": {"ray_actor_died"},
-           "compile_cache_error": {"compile_cache_error"}, "nan_reported": {"nan_inf"}, "checkpoint_error": {"checkpoint_load_error"}}
 _KEYLIKE = re.compile(r"--[A-Za-z][\w-]+|\b[A-Za-z_][\w]*(?:\.[\w]+)+\b|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
 
 
@@ -172,6 +168,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
     for h in hits:
         by_symptom.setdefault(h.rule.symptom, []).append(h)
     findings = []
+    stated: set[int] = set()
     for symptom, hs in by_symptom.items():
         hs.sort(key=lambda h: -h.score)
         top = hs[0]
@@ -185,9 +182,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
                         fix=h.rule.fix.summary, verified=h.rule.verified, matched=[r.note for r in h.results][:4])
                   for h in hs[:4]]
         focus = [f for h in hs for r in h.results for f in r.focus]
-        direct = any(r.kind == "event" and symptom in _DIRECT.get(r.note.split(" ", 1)[0], set())
-                     for h in hs for r in h.results) or any(
-            r.kind == "detector" and symptom == "nan_inf" and "non-finite" in r.note for h in hs for r in h.results)
+        direct = direct_evidence(symptom, (r for h in hs for r in h.results))  # the input states the symptom
         confidence = "high" if direct else (top.confidence or top.rule.confidence)
         key = next((n for kinds in (("event", "detector"), ("check", "regex", "config"))
                     for r in top.results if r.kind in kinds for n in r.lines), None)
@@ -206,8 +201,9 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
             settings=_settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx),
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
         keyed.append((findings[-1], key))
-    keyed.sort(key=lambda fk: -fk[0].score)
-    return keyed
+        if direct:
+            stated.add(id(findings[-1]))
+    return rank(keyed, stated)  # what ended or broke the run first (tools/engine/ranking.py)
 
 
 def _already(fix, ctx: Context, lines) -> str:
@@ -286,8 +282,9 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
     keyed += [(f, f.evidence[0].line if f.evidence else None) for f in error_findings(ctx, line_map(lines), [f for f, _ in keyed])]
     findings = [f for f, _ in keyed]
     used = (set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
-            | ctx.facts.command_lines)
-    not_understood = [ln for ln in lines if ln.text.strip() and ln.no not in used and not ln.text.lstrip().startswith("#")]
+            | ctx.facts.command_lines | ctx.facts.block_lines)
+    not_understood = [ln for ln in lines if ln.no not in used and not ln.text.lstrip().startswith("#")
+                      and not is_layout(ln.text)]  # brackets, rules and progress bars are formatting (engine/layout.py)
     cut = [ln.no for ln in lines if ln.cut]
     if cut:
         skipped.append(f"{len(cut)} line(s) longer than {MAX_LINE_CHARS} characters were cut (first: line {cut[0]})")

@@ -78,5 +78,6 @@ def block_facts(fs: FactSet, lines: list[Line]) -> int:
                 fs.add(key, val, real.no, fmt, real.text)
                 have.add((key, real.no))
         fs.formats.add(f"embedded-{fmt}")
+        fs.block_lines.update(x.no for x in block if x.raw.strip())
         read += 1
     return read

@@ -392,6 +392,39 @@ def describe(rec: ErrorRecord) -> str:
     return s
 
 
+_CARETS = re.compile(r"^\s*[~^]+[\s~^]*$")  # CPython 3.11+ position markers under a quoted source line
+_RICH_ROW = re.compile(r"^(?:❱\s*)?\d+\s*│")  # a rich traceback's numbered code row (box edges cut)
+
+
+def quoted_source_lines(lines: list[Line]) -> set[int]:
+    """Numbers of the lines a traceback quotes rather than says: each frame line (``File "...", line N, in f``,
+    rich ``path.py:N in f``), the source line printed under it with its ``^^^``/``~~~`` markers and loguru variable
+    annotations, and rich's numbered code rows. Their ``k=v`` text is code, not settings (``dim=-1``); a line of
+    another process interleaved after a frame is not taken. One pass; a line with neither ``File "``, ``.py:`` nor a
+    box edge costs a few substring checks."""
+    out: set[int] = set()
+    state, src = 0, None  # 1: the source line may follow; 2: only markers/annotations may follow
+    for ln in lines:
+        t = ln.text
+        boxed = "│" in t or "┃" in t
+        if 'File "' in t or (".py:" in t and " in " in t) or boxed:
+            c = clean(t)
+            if _frame_of(c[2:] if c.startswith("> ") else c) is not None:  # loguru marks the failing frame '> File'
+                out.add(ln.no)
+                state, src = 1, ln.source
+                continue
+            if boxed and _RICH_ROW.match(c.strip()):
+                out.add(ln.no)
+                continue
+        if state and ln.source == src and t[:1] in (" ", "\t") and t.strip():
+            if state == 1 or _CARETS.match(t) or _ANNOT.match(t):
+                out.add(ln.no)
+                state = 2
+                continue
+        state = 0
+    return out
+
+
 _CANCELLED_AT = re.compile(r"CANCELLED AT (\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)")
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)|(?<![\d:])(\d\d:\d\d:\d\d)(?![\d:])")
 
@@ -423,7 +456,9 @@ def silence_before(lines: list[Line], rec: ErrorRecord, pos: dict[int, int] | No
 
 
 def error_events(lines: list[Line]):
-    """Classified records as ``error`` events (tools/engine/events.Event), text ``[class] Type: message``."""
+    """Classified records as ``error`` events (tools/engine/events.Event): text ``[class] Type: message``, then one
+    ``file:line in func code`` line per frame (the last 12), then ``process: <prefix>`` when the exception line
+    carries a Ray / vLLM process prefix (``vLLMHttpServer pid=1``), so rules can tell where it was raised."""
     from grpo_debug.tools.engine.events import Event
 
     out = []
@@ -440,9 +475,13 @@ def error_events(lines: list[Line]):
             r.lines = sorted({*r.lines, sil[1]})
             fields["message"] = r.message
         text = f"[{r.cls.name}] {r.head}\n" + "\n".join(f"{f} {f.code}" for f in r.frames[-12:])
+        process = lines[pos[r.line]].source if r.line in pos else None
+        if process:  # the Ray / vLLM process prefix of the exception line: which process raised it
+            fields["process"] = process
+            text += f"\nprocess: {process}"
         out.append(Event("error", r.lines, text, fields))
     return out
 
 
 __all__ = ["BY_NAME", "CLASSES", "ErrorRecord", "Frame", "classify", "classify_all", "clean", "describe",
-           "error_events", "records"]
+           "error_events", "quoted_source_lines", "records"]

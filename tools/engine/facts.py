@@ -5,6 +5,8 @@ Sources, in order of precedence inside one input:
 - a whole-file YAML or JSON document (Hydra/verl YAML, DeepSpeed JSON, accelerate YAML): nested keys
   flattened with ``.``; line numbers from the YAML node marks;
 - JSON blocks embedded in a log (a ``{`` line up to its closing ``}``), flattened the same way;
+- a config printed as a Python dict (verl's ``pprint(OmegaConf.to_container(config, resolve=True))`` at start,
+  printed_config.py), each key at its own line;
 - verl/Hydra overrides ``a.b.c=v`` (also ``+a.b=v`` / ``++a.b=v``) anywhere in a command;
 - ``--flags`` of launch commands (python/torchrun/deepspeed/ray/sglang/vllm lines, their ``\\``
   continuations and bash arrays ``ARGS=( ... )``): ``--num-gpus-per-node 4`` -> ``num_gpus_per_node=4``,
@@ -16,6 +18,9 @@ Sources, in order of precedence inside one input:
 - ``pip list`` / ``pip show`` lines -> ``versions.<package>``;
 - a stated cluster in a comment (``# cluster: 2 nodes, 4 x A100``) -> ``cluster.nodes`` /
   ``cluster.gpus_per_node``.
+
+The code a traceback quotes under its ``File "...", line N`` frames is never read for settings (``dim=-1`` is an
+argument, not a config key; errors_classify.quoted_source_lines).
 
 A key is compared case-insensitively; a rule key matches a fact key equal to it or ending with
 ``.<key>`` (so ``gradient_clipping`` matches a DeepSpeed JSON top-level key and ``rollout.n`` matches
@@ -50,6 +55,7 @@ class FactSet:
     facts: list[Fact] = field(default_factory=list)
     formats: set[str] = field(default_factory=set)
     command_lines: set[int] = field(default_factory=set)  # lines read as (part of) a launch command
+    block_lines: set[int] = field(default_factory=set)  # every line of a config block read (parents, list items, brackets)
 
     def add(self, key: str, value: Any, line: int, origin: str, text: str = "") -> None:
         self.facts.append(Fact(key.strip(), value, line, origin, text.strip()[:300]))
@@ -296,6 +302,7 @@ def _document_facts(fs: FactSet, lines: list[Line], whole_text: str | None, fmt_
                        lines[no - 1].text if 0 < no <= len(lines) else "")
                 doc_lines.add(no)
             fs.formats.add("json-config" if whole_text.lstrip().startswith("{") else "yaml-config")
+            fs.block_lines.update(ln.no for ln in lines)  # the document's parents, list items and brackets
     return doc_lines
 
 
@@ -307,6 +314,7 @@ def _embedded_json_facts(fs: FactSet, block: list[Line]) -> None:
             real = block[no - 1] if 0 < no <= len(block) else block[0]
             fs.add(key, val, real.no, "json", real.text)
         fs.formats.add("embedded-json")
+        fs.block_lines.update(x.no for x in block)
 
 
 def _comment_facts(fs: FactSet, s: str, t: str, no: int) -> None:
@@ -400,12 +408,35 @@ def _kwargs_facts(fs: FactSet, t: str, no: int, is_cmd: bool) -> None:
             fs.add(key, parse_scalar(val), no, "kwargs", t)
 
 
+def _shown_lines(fs: FactSet, lines: list[Line], skip: set[int] | frozenset[int]) -> set[int]:
+    """Lines no other reader may take settings from: the code a traceback quotes (``dim=-1`` under a
+    ``File "...", line N`` frame is not a setting; errors_classify.quoted_source_lines), and the lines of a config
+    printed as a Python dict (verl's pprint of its resolved config, engine/printed_config.py), whose settings are
+    added here at the line of each key."""
+    from grpo_debug.tools.engine.errors_classify import quoted_source_lines
+    from grpo_debug.tools.engine.printed_config import block_settings, dict_blocks
+
+    shown = quoted_source_lines(lines)
+    for block in dict_blocks(lines, skip | shown):
+        settings = block_settings(block)
+        if not settings:
+            continue
+        by_no = {x.no: x for x in block}
+        for key, val, no in settings:
+            fs.add(key, val, no, "printed", by_no[no].text)
+        fs.formats.add("printed-config")
+        shown.update(by_no)
+        fs.block_lines.update(by_no)
+    return shown
+
+
 def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None,
                   skip: set[int] | frozenset[int] = frozenset()) -> FactSet:
     """All config facts of an input. ``whole_text`` is parsed as a YAML/JSON document when it is one;
     line numbers in ``skip`` (metric lines, already understood) are not read for settings."""
     fs = FactSet()
     doc_lines = _document_facts(fs, lines, whole_text, fmt_hint)
+    shown = set() if doc_lines else _shown_lines(fs, lines, skip)
     in_cmd = False
     in_array = False
     json_buf: list[Line] = []
@@ -425,7 +456,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
             elif len(json_buf) > 400:
                 json_buf = []
             continue
-        if ln.no in doc_lines or ln.no in skip:
+        if ln.no in doc_lines or ln.no in skip or ln.no in shown:
             continue
         if s.startswith("#"):
             _comment_facts(fs, s, t, ln.no)

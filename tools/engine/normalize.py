@@ -25,7 +25,7 @@ _OUTER_TS = re.compile(
     r")"
 )
 _RAY_PREFIX = re.compile(
-    r"^\s*\((?P<name>[A-Za-z_][\w.<>:-]*(?: [\w-]+)?)(?:,?\s*pid=(?P<pid>\d+))?(?:,\s*ip=(?P<ip>[\w.:-]+))?\)\s?"
+    r"^\s*\((?P<name>[A-Za-z_][\w.<>:-]*(?: (?!pid=)[\w=-]+)?)(?:,?\s*pid=(?P<pid>\d+))?(?:,\s*ip=(?P<ip>[\w.:-]+))?\)\s?"
 )
 _AUTOSCALER = re.compile(r"^\s*\((?:autoscaler|scheduler) \+[\dhms]+\)\s?")
 _RAYLET = re.compile(r"^\s*\(raylet(?:, ip=[\w.:-]+)?\)\s?")

@@ -1,0 +1,103 @@
+"""A config printed into a log as a Python dict: read as config facts at the lines that print each key.
+
+verl prints its resolved config at start, ``pprint(OmegaConf.to_container(config, resolve=True))`` in
+``TaskRunner.run`` (volcengine/verl verl/trainer/main_ppo.py; the same print in main_generation.py and the
+experimental one_step_off_policy / fully_async / transfer_queue mains), under the Ray prefix of the driver task::
+
+    (TaskRunner pid=40213) {'actor_rollout_ref': {'actor': {'_target_': 'verl.workers.config.FSDPActorConfig',
+    (TaskRunner pid=40213)                                  'clip_ratio': 0.2,
+    (TaskRunner pid=40213)                                  'ppo_micro_batch_size_per_gpu': 4,
+
+``print(config)`` of an OmegaConf ``DictConfig`` gives the same dict on one line. A block starts at a line whose text
+(after the Ray prefix) opens a dict with a ``'``-quoted key (a Python repr; JSON is read by facts.py) and ends where its brackets close; lines of other processes
+interleaved in it are left out. It is parsed with :func:`ast.parse` (never evaluated) and each leaf becomes
+``(dotted.key, value, line of the key)``; a leaf that is not a literal (``inf``, an object repr) is skipped, a block
+that does not parse gives nothing. A flat one-line dict is not a config (TRL prints its per-step metrics so).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from grpo_debug.tools.engine.normalize import Line
+
+MAX_BLOCK_LINES = 20_000
+MAX_BLOCK_CHARS = 2_000_000
+_START = re.compile(r"^\s*\{'")  # a repr quotes keys with ' (JSON's " lines are read as JSON elsewhere)
+_OPEN, _CLOSE = "{[(", "}])"
+_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+
+
+def _depth(t: str, depth: int) -> int:
+    """Bracket depth after ``t``; brackets inside quoted strings do not count (a string never spans lines in a
+    repr: pprint splits a long one into adjacent literals)."""
+    bare = _STRING.sub("", t)
+    return depth + sum(bare.count(c) for c in _OPEN) - sum(bare.count(c) for c in _CLOSE)
+
+
+def dict_blocks(lines: list[Line], skip: set[int] | frozenset[int] = frozenset()) -> list[list[Line]]:
+    """The printed dict blocks of ``lines`` (each the block's own lines, in order). Linear: a block that does not
+    close within MAX_BLOCK_LINES lines of its process is dropped and the scan goes on after it."""
+    out: list[list[Line]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        ln = lines[i]
+        if ln.no in skip or not _START.match(ln.text):
+            i += 1
+            continue
+        block, depth, j, chars = [], 0, i, 0
+        while j < n and len(block) < MAX_BLOCK_LINES and chars < MAX_BLOCK_CHARS:
+            x = lines[j]
+            j += 1
+            if x.source != ln.source:
+                continue  # another process's line interleaved in the print
+            block.append(x)
+            chars += len(x.text)
+            depth = _depth(x.text, depth)
+            if depth <= 0:
+                break
+        if depth == 0:
+            out.append(block)
+        i = j if j > i else i + 1
+    return out
+
+
+def _leaves(node: ast.AST, prefix: str, out: list[tuple[str, Any, int]]) -> None:
+    if not isinstance(node, ast.Dict):
+        return
+    for k, v in zip(node.keys, node.values):
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, (str, int))):
+            continue
+        key = f"{prefix}.{k.value}" if prefix else str(k.value)
+        if isinstance(v, ast.Dict):
+            _leaves(v, key, out)
+            continue
+        try:
+            val = ast.literal_eval(v)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue  # inf, nan, an object repr: not a literal
+        if isinstance(val, (list, tuple)) and not all(isinstance(x, (str, int, float, bool, type(None))) for x in val):
+            continue  # a list of mappings: not a setting the rules name
+        out.append((key, list(val) if isinstance(val, tuple) else val, k.lineno))
+
+
+def block_settings(block: list[Line]) -> list[tuple[str, Any, int]]:
+    """(dotted key, value, input line) of every literal leaf of one printed dict block; [] when it does not parse
+    or is a flat one-line dict (a metric print, not a config)."""
+    text = "\n".join([block[0].text.lstrip(), *(x.text for x in block[1:])])
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    body = tree.body
+    if not isinstance(body, ast.Dict):
+        return []
+    if len(block) == 1 and not any(isinstance(v, ast.Dict) for v in body.values):
+        return []
+    flat: list[tuple[str, Any, int]] = []
+    try:
+        _leaves(body, "", flat)
+    except RecursionError:
+        return []
+    return [(k, v, block[no - 1].no) for k, v, no in flat if 0 < no <= len(block)]
