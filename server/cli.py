@@ -87,21 +87,9 @@ def cmd_triage(args: argparse.Namespace) -> int:
     else:
         path = args.path
         label = path
-    progress, bar = None, None
-    if path is not None and sys.stderr.isatty():
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            size = 0
-        if size > 8 * 2**20:  # a progress bar for files above a few MB (streamed through the prefilter)
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from grpo_debug.server.progress_bar import triage_bar
 
-            bar = Progress(TextColumn("reading"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=True)
-            task = bar.add_task("read", total=size)
-            bar.start()
-
-            def progress(done: int, total: int | None) -> None:
-                bar.update(task, completed=done)
+    progress, bar = triage_bar(path)  # rich, stderr, TTY only: bytes processed, then the analysis phase
     try:
         result = triage(text=text, path=path, max_findings=args.max_findings, progress=progress, versions=args.versions)
     except InputError as e:

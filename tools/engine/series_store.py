@@ -2,12 +2,13 @@
 
 Each metric line is a record (step, line number, byte offset, in ``array`` columns). A series holds
 (value, record id) entries, exact up to its capacity. Past it, it becomes buckets of ``width`` consecutive
-points, each kept as two entries: the minimum and the maximum finite value of the bucket with their real
-record (a bucket with no finite value keeps its first non-finite point). When the entries fill up again,
-neighbouring buckets merge (width doubles). The first point, the last point and the first ``KEEP_NONFINITE``
+points, each kept as at most four entries with their real record: the minimum and the maximum finite value of
+the bucket, and its first value above / below the previous bucket's range (where a climb or a drop starts; a
+bucket with no finite value keeps its first non-finite point). When the entries fill up again, neighbouring
+buckets merge (width doubles). The first point, the last point and the first ``KEEP_NONFINITE``
 non-finite points are kept apart, so the extremes, the first NaN and the shape of a climb survive any amount of
 downsampling; ``n`` counts every point. New values wait in a small per-series buffer and are filed in batches
-(the min/max of a bucket is found by the C builtins), so the work per value is two appends.
+(the min/max of a bucket is found by the C builtins), so the work per metric line is\na few C calls (its values gathered as a row of a block of lines with the same keys), not a loop over values.
 
 :meth:`SeriesStore.materialize` turns the store into an engine ``MetricTable`` (``Point`` lists, bounded: the
 detectors of engine/series run on it unchanged) whose ``counts`` give each series' true number of points.
@@ -21,7 +22,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 KEEP_NONFINITE = 3
-STORE_POINTS = 2_000_000      # entries held over all series (12 bytes each, plus 24 per metric line referenced)
+STORE_POINTS = 3_000_000      # entries held over all series (12 bytes each, plus 24 per metric line referenced)
 SERIES_CAP = (2048, 65_536)   # entries one series may hold: (least, most)
 TABLE_POINTS = 240_000        # points materialised over all series (Python objects: ~130 bytes each)
 TABLE_CAP = (512, 16_384)
@@ -37,30 +38,39 @@ def _finite(v: float) -> bool:
     return v - v == 0.0  # False for nan, inf, -inf
 
 
-def _lo_hi(vals, start: int, stop: int) -> tuple[int, int]:
-    """Indices of the min and the max finite value of ``vals[start:stop]`` in order (the first index twice when
-    none is finite). The slice is scanned by the C builtins when it has no non-finite value."""
+def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int], float, float]:
+    """(indices of ``vals[start:stop]`` (one bucket) to keep, in order; the bucket's finite range): its min and max
+    finite value, and its first value above ``hi`` / below ``lo`` (the previous bucket's range: where a climb or a
+    drop starts). The first index alone, and the range (lo, hi) unchanged, when no value is finite. Min and max are
+    found by the C builtins when the slice is all finite."""
     seg = vals[start:stop]
     if _finite(sum(seg)):
-        lo, hi = start + seg.index(min(seg)), start + seg.index(max(seg))
+        mn, mx = min(seg), max(seg)
+        out = {start + seg.index(mn), start + seg.index(mx)}
     else:
         fin = [i for i in range(start, stop) if _finite(vals[i])]
         if not fin:
-            return start, start
-        lo, hi = min(fin, key=vals.__getitem__), max(fin, key=vals.__getitem__)
-    return (lo, hi) if lo <= hi else (hi, lo)
+            return [start], lo, hi
+        a, b = min(fin, key=vals.__getitem__), max(fin, key=vals.__getitem__)
+        out, mn, mx = {a, b}, vals[a], vals[b]
+    if mx > hi:
+        out.add(start + list(map(hi.__lt__, seg)).index(True))
+    if mn < lo:
+        out.add(start + list(map(lo.__gt__, seg)).index(True))
+    return sorted(out), mn, mx
 
 
 class _Series:
-    """One series: values and record ids (``vals``, ``recs``), exact or as min/max buckets of ``width`` points;
-    new values wait in ``pv``/``pr`` and are filed in batches (see the module docstring)."""
+    """One series: values and record ids (``vals``, ``recs``), exact or in buckets of ``width`` points (``bnd``:
+    the entry index where each bucket starts); new values wait in ``pv``/``pr`` and are filed in batches."""
 
-    __slots__ = ("vals", "recs", "pv", "pr", "width", "cap", "n", "first", "last", "bad", "weight")
+    __slots__ = ("vals", "recs", "bnd", "pv", "pr", "width", "cap", "n", "first", "last", "bad", "weight", "lo", "hi")
 
     def __init__(self, weight: int):
-        self.vals, self.recs, self.pv, self.pr = array("d"), array("q"), array("d"), array("q")
+        self.vals, self.recs, self.bnd, self.pv, self.pr = array("d"), array("q"), array("q"), array("d"), array("q")
         self.width, self.cap, self.n, self.weight = 1, SERIES_CAP[1], 0, weight
         self.first = self.last = None
+        self.lo, self.hi = math.inf, -math.inf  # the last filed bucket's finite range
         self.bad: list[tuple[float, int]] = []
 
     def file(self, final: bool = False) -> None:
@@ -82,7 +92,9 @@ class _Series:
             w = self.width
             take = len(pv) if final else len(pv) - len(pv) % w
             for i in range(0, take, w):
-                for j in _lo_hi(pv, i, min(take, i + w)):
+                idx, self.lo, self.hi = _keep(pv, i, min(take, i + w), self.lo, self.hi)
+                self.bnd.append(len(self.vals))
+                for j in idx:
                     self.vals.append(pv[j])
                     self.recs.append(pr[j])
         self.n += take
@@ -91,40 +103,52 @@ class _Series:
             self._merge()
 
     def _merge(self) -> None:
-        """Halve the entries: every 4 consecutive entries (4 points, or 2 buckets) become one bucket's 2 entries."""
+        """Fewer entries: exact points become buckets of 16, else neighbouring buckets merge (width doubles); each
+        bucket keeps its min, max and first breakouts of the previous bucket's range (at most 4 entries)."""
         vals, recs = self.vals, self.recs
-        nv, nr = array("d"), array("q")
-        m = len(vals) - len(vals) % 4
-        for i in range(0, m, 4):
-            for j in _lo_hi(vals, i, i + 4):
+        if self.width == 1:
+            bnd, self.width = list(range(0, len(vals), 16)), 16
+        else:
+            bnd, self.width = list(self.bnd[::2]), self.width * 2
+        nv, nr, nb = array("d"), array("q"), array("q")
+        lo, hi = math.inf, -math.inf
+        for b, e in zip(bnd, bnd[1:] + [len(vals)]):
+            idx, lo, hi = _keep(vals, b, e, lo, hi)
+            nb.append(len(nv))
+            for j in idx:
                 nv.append(vals[j])
                 nr.append(recs[j])
-        nv.extend(vals[m:])
-        nr.extend(recs[m:])
-        self.vals, self.recs = nv, nr
-        self.width = 4 if self.width == 1 else self.width * 2
+        self.vals, self.recs, self.bnd, self.lo, self.hi = nv, nr, nb, lo, hi
 
-    def held(self) -> list[tuple[float, int]]:
-        """Every held (value, record id) in record order, the first, last and first non-finite ones included."""
+    def held(self) -> tuple[array, array]:
+        """Every held value and its record id (two columns, in record order), the first, last and first
+        non-finite points included."""
         self.file(final=True)
-        pts = dict(zip(self.recs, self.vals))
+        vals, recs = array("d", self.vals), array("q", self.recs)
         for q in (self.first, self.last, *self.bad):
             if q is not None:
-                pts[q[1]] = q[0]
-        return [(pts[r], r) for r in sorted(pts)]
+                i = bisect_left(recs, q[1])
+                if i == len(recs) or recs[i] != q[1]:
+                    vals.insert(i, q[0])
+                    recs.insert(i, q[1])
+        return vals, recs
 
 
-def _thin(pts: list[tuple[float, int]], budget: int) -> list[tuple[float, int]]:
-    """At most about ``budget`` of ``pts`` (value, record id): min and max of equal groups, plus the first, the last
-    and the first non-finite points."""
-    if len(pts) <= budget:
-        return pts
-    vals = array("d", (q[0] for q in pts))
-    g = math.ceil(len(pts) / max(1, budget // 2))
-    keep = {0, len(pts) - 1} | set(sorted(i for i in range(len(pts)) if not _finite(vals[i]))[:KEEP_NONFINITE])
-    for i in range(0, len(pts), g):
-        keep.update(_lo_hi(vals, i, min(len(pts), i + g)))
-    return [pts[i] for i in sorted(keep)]
+def _thin(vals: array, budget: int) -> list[int]:
+    """Indices of about ``budget`` of ``vals``: per group, its min, max and first breakouts of the previous group's
+    range (_keep), plus the first, the last and the first non-finite points."""
+    n = len(vals)
+    if n <= budget:
+        return list(range(n))
+    g = math.ceil(n / max(1, budget // 3))
+    keep = {0, n - 1}
+    if not _finite(sum(vals)):
+        keep.update([i for i in range(n) if not _finite(vals[i])][:KEEP_NONFINITE])
+    lo, hi = math.inf, -math.inf
+    for i in range(0, n, g):
+        idx, lo, hi = _keep(vals, i, min(n, i + g), lo, hi)
+        keep.update(idx)
+    return sorted(keep)
 
 
 @dataclass
@@ -156,6 +180,9 @@ class SeriesStore:
     r_off: array = field(default_factory=lambda: array("q"))
     _keysets: dict[tuple, frozenset] = field(default_factory=dict, repr=False)
     _live: int = 0  # records referenced at the last compaction
+    _keys: tuple = ()  # the keys of the block being gathered, its rows (flat) and record ids
+    _rows: array = field(default_factory=lambda: array("d"), repr=False)
+    _rids: array = field(default_factory=lambda: array("q"), repr=False)
 
     def _new(self, key: str) -> _Series | None:
         if len(self.series) >= MAX_SERIES:
@@ -168,33 +195,49 @@ class SeriesStore:
         return s
 
     def add(self, fmt: str, step: float, line: int, off: int, values: dict[str, float]) -> None:
-        """Fold one metric line (``values`` by raw key, at ``step``; ``line`` 1-based, ``off`` its byte offset or -1)."""
+        """Fold one metric line (``values`` by raw key, at ``step``; ``line`` 1-based, ``off`` its byte offset or -1).
+        Lines with the same keys in a row are gathered as rows of one block and filed per series by slicing."""
         rid = len(self.r_line)
         self.r_step.append(step)
         self.r_line.append(line)
         self.r_off.append(off)
-        get = self.series.get
-        for k, v in values.items():
-            s = get(k)
+        keys = tuple(values)
+        if keys != self._keys or len(self._rids) >= PENDING:
+            self._flush()
+            self._keys = keys
+        try:
+            self._rows.extend(values.values())
+        except TypeError:  # a value that is not a plain number
+            self._rows.extend(float(v) for v in values.values())
+        self._rids.append(rid)
+        self.metric_lines += 1
+        self.formats.add(fmt)
+        self._record(fmt, step, line, keys)
+        if rid >= max(MAX_RECORDS, 2 * self._live):
+            self._compact()
+
+    def _flush(self) -> None:
+        """File the gathered block: each key's column goes to its series."""
+        rids, rows, keys = self._rids, self._rows, self._keys
+        if not rids:
+            return
+        nk, series = len(keys), self.series
+        for j, k in enumerate(keys):
+            s = series.get(k)
             if s is None:
                 s = self._new(k)
                 if s is None:
-                    self.dropped_series[k] = self.dropped_series.get(k, 0) + 1
+                    self.dropped_series[k] = self.dropped_series.get(k, 0) + len(rids)
                     continue
-            s.pv.append(v)
-            s.pr.append(rid)
-        self.metric_lines += 1
-        self.formats.add(fmt)
-        self._record(fmt, step, line, values)
-        if not rid & 255:
-            for s in self.series.values():
-                if len(s.pv) >= max(PENDING, s.width):
-                    s.file()
-            if rid >= max(MAX_RECORDS, 2 * self._live):
-                self._compact()
+            s.pv.extend(rows[j::nk])
+            s.pr.extend(rids)
+            if len(s.pv) >= max(PENDING, s.width):
+                s.file()
+        self._rids, self._rows = array("q"), array("d")
 
     def _compact(self) -> None:
         """Drop the records no series refers to any more (their ids are renumbered)."""
+        self._flush()
         for s in self.series.values():
             s.file()
         live = set()
@@ -207,13 +250,12 @@ class SeriesStore:
         self.r_line = array("q", (self.r_line[r] for r in order))
         self.r_off = array("q", (self.r_off[r] for r in order))
         for s in self.series.values():
-            s.recs = array("q", (new[r] for r in s.recs))
+            s.recs = array("q", (new[r] for r in s.recs))  # (bucket boundaries index entries: unchanged)
             s.pr = array("q", (new[r] for r in s.pr))
             s.first, s.last = [None if q is None else (q[0], new[q[1]]) for q in (s.first, s.last)]
             s.bad = [(v, new[r]) for v, r in s.bad]
 
-    def _record(self, fmt: str, step: float, line: int, values: dict) -> None:
-        t = tuple(values)
+    def _record(self, fmt: str, step: float, line: int, t: tuple) -> None:
         keys = self._keysets.get(t)
         if keys is None:
             keys = frozenset(t)
@@ -234,6 +276,7 @@ class SeriesStore:
         true numbers of points) and the byte offsets of its points' lines."""
         from grpo_debug.tools.engine.metrics import LineSet, MetricTable, Point, Record
 
+        self._flush()
         table = MetricTable(formats=set(self.formats), axes=dict(self.axes))
         weight = sum(s.weight for s in self.series.values()) or 1
         lo, hi = TABLE_CAP
@@ -241,10 +284,11 @@ class SeriesStore:
         steps, nos = self.r_step, self.r_line
         for k, s in self.series.items():
             budget = max(lo, min(hi, TABLE_POINTS * s.weight // weight))
-            pts = _thin(s.held(), budget)
-            table.series[k] = [Point(steps[r], v, nos[r]) for v, r in pts]
+            vals, recs = s.held()
+            idx = _thin(vals, budget)
+            table.series[k] = [Point(steps[recs[i]], vals[i], nos[recs[i]]) for i in idx]
             table.counts[k] = s.n
-            used.update(r for _, r in pts)
+            used.update(recs[i] for i in idx)
         for r in self.runs + self.tail_runs:
             table.records.append(Record(r.fmt, r.first[0], r.first[1], r.keys))
             if r.count > 1:
