@@ -261,7 +261,8 @@ def density_pair(workdir: Path, pats: list[str], a: argparse.Namespace) -> dict:
         mb = r["log_bytes"] / 2**20
         out[label] = {"metric_lines": planted["metric_lines"], "log_mb": round(mb, 1), "triage_s": e["triage_s"],
                       "s_per_mb": round(e["triage_s"] / mb, 4), "grep_s": r["grep_s"], "peak_rss_mb": e["peak_rss_mb"],
-                      "all_ok": e["all_ok"], "cut_mentioned": e["cut_mentioned"]}
+                      "all_ok": e["all_ok"], "cut_mentioned": e["cut_mentioned"], "planted_cited": e["planted_cited"],
+                      "first_nonfinite_step": e["first_nonfinite_step"], "grad_norm_max": e["grad_norm_max"]}
         if made and not a.keep:
             _remove(log)
     out["per_mb_ratio"] = round(out["m100k"]["s_per_mb"] / out["m5k"]["s_per_mb"], 2)
@@ -379,6 +380,9 @@ def targets(res: dict) -> list[str]:
             if eng != "python":
                 lines.append(f"{tag} [{eng}] triage/grep -cE (LC_ALL=C) = {e['triage_over_grep']} (<= {lim:g}, aim "
                              f"{t['grep_ratio_aim']:g})  {_verdict(e['triage_over_grep'] <= lim)}")
+                if "triage_over_grep_locale" in e:
+                    lines.append(f"{tag} [{eng}] triage/grep -cE ({r['grep_locale']}) = {e['triage_over_grep_locale']} "
+                                 "(reference only: locale grep is 10-50x slower on non-ASCII logs)")
             else:
                 lines.append(f"{tag} [python] triage/plain regex loop = {e['triage_over_plain_loop']} (<= "
                              f"{t['python_loop_ratio']:g})  {_verdict(e['triage_over_plain_loop'] <= t['python_loop_ratio'])}")
