@@ -56,14 +56,31 @@ def make_log(mb: float) -> str:
     return log
 
 
-def run_cli(base: list[str], log: str) -> tuple[float, dict]:
-    """Seconds from launch to exit of ``triage LOG --format json``, and its JSON answer."""
-    t = time.perf_counter()
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's waited-for children so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _proc_cpu(pid: int) -> float | None:
+    """CPU seconds a running process has used (Linux /proc), or None where it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_cli(base: list[str], log: str) -> tuple[dict, dict]:
+    """Wall and CPU seconds from launch to exit of ``triage LOG --format json``, and its JSON answer."""
+    cpu, t = _children_cpu(), time.perf_counter()
     p = subprocess.run([*base, "triage", log, "--format", "json"], capture_output=True, text=True)
-    dt = time.perf_counter() - t
+    m = {"wall": time.perf_counter() - t, "cpu": _children_cpu() - cpu}
     if p.returncode not in (0, 1):  # 1: findings of error severity
         raise SystemExit(f"CLI failed (rc {p.returncode}): {p.stderr[-500:]}")
-    return dt, json.loads(p.stdout)
+    return m, json.loads(p.stdout)
 
 
 def _send(p: subprocess.Popen, *msgs: dict) -> None:
@@ -71,41 +88,49 @@ def _send(p: subprocess.Popen, *msgs: dict) -> None:
     p.stdin.flush()
 
 
-def run_mcp(base: list[str], log: str, progress: bool) -> tuple[float, float, dict, int]:
-    """Seconds from launching ``serve`` to the tools/call reply, of that the seconds from sending the call to its
-    reply, the structured answer, and how many progress notifications arrived before the reply."""
+def _reply(p: subprocess.Popen, rid: int) -> tuple[dict, int]:
+    """Read until the reply to request ``rid``; returns it and how many progress notifications came first."""
+    notes = 0
+    while True:
+        line = p.stdout.readline()
+        if not line:
+            raise SystemExit("the MCP server closed stdout before answering")
+        msg = json.loads(line)
+        if msg.get("method") == "notifications/progress":
+            notes += 1
+        elif msg.get("id") == rid:
+            return msg, notes
+
+
+def run_mcp(base: list[str], log: str, progress: bool) -> tuple[dict, dict]:
+    """Wall and CPU seconds from launching ``serve`` to the tools/call reply (``wall``, ``cpu``: the server's
+    whole life), of that from sending the call to its reply (``call``, ``call_cpu``), the progress notifications
+    that came before the reply (``notes``), and the structured answer."""
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench_mcp", "version": "0"}}}
     params: dict = {"name": "triage", "arguments": {"path": log}}
     if progress:
         params["_meta"] = {"progressToken": "bench"}
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
-    t = time.perf_counter()
+    cpu, t = _children_cpu(), time.perf_counter()
     p = subprocess.Popen([*base, "serve", "--allow", str(Path(log).resolve().parent)], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
     try:
         _send(p, init)
-        p.stdout.readline()
-        t_call = time.perf_counter()
+        _reply(p, 1)
+        t_call, cpu_call = time.perf_counter(), _proc_cpu(p.pid)
         _send(p, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call)
-        notes = 0
-        while True:
-            line = p.stdout.readline()
-            if not line:
-                raise SystemExit("the MCP server closed stdout before answering")
-            msg = json.loads(line)
-            if msg.get("method") == "notifications/progress":
-                notes += 1
-            elif msg.get("id") == 2:
-                break
-        end = time.perf_counter()
+        msg, notes = _reply(p, 2)
+        end, cpu_end = time.perf_counter(), _proc_cpu(p.pid)
     finally:
         p.kill()
         p.wait()
     res = msg.get("result") or {}
     if "error" in msg or res.get("isError"):
         raise SystemExit(f"MCP triage failed: {json.dumps(msg)[:500]}")
-    return end - t, end - t_call, res.get("structuredContent") or {}, notes
+    m = {"wall": end - t, "cpu": _children_cpu() - cpu, "call": end - t_call, "notes": notes,
+         "call_cpu": cpu_end - cpu_call if cpu_call is not None and cpu_end is not None else None}
+    return m, res.get("structuredContent") or {}
 
 
 def top(answer: dict) -> list[tuple]:
@@ -135,29 +160,34 @@ def main() -> int:
             dst.write(src.read(2**20))
         run_cli(base, head)
         run_mcp(base, head, not a.no_progress)
-    cli_t, mcp_t, call_t, notes = [], [], [], []
+    cli, mcp = [], []
     for _ in range(a.runs):  # interleaved: a load change on the box hits both alike
-        t, cli_ans = run_cli(base, log)
-        cli_t.append(t)
-        t, tc, mcp_ans, n = run_mcp(base, log, not a.no_progress)
-        mcp_t.append(t)
-        call_t.append(tc)
-        notes.append(n)
-    cli_s, mcp_s, call_s = statistics.median(cli_t), statistics.median(mcp_t), statistics.median(call_t)
+        r, cli_ans = run_cli(base, log)
+        cli.append(r)
+        r, mcp_ans = run_mcp(base, log, not a.no_progress)
+        mcp.append(r)
+
+    def med(runs: list[dict], key: str) -> float | None:
+        vals = [r[key] for r in runs if r.get(key) is not None]
+        return round(statistics.median(vals), 3) if vals else None
+
+    cli_s, mcp_s, call_s = med(cli, "wall"), med(mcp, "wall"), med(mcp, "call")
     ratio = mcp_s / cli_s
     # the MCP answer is cut to its byte budget (server/budget.py): its findings are the CLI's first ones
     c, m = top(cli_ans), top(mcp_ans)
     same = bool(m) == bool(c) and m == c[:len(m)] and (len(m) == len(c) or bool(mcp_ans.get("truncated")))
-    res = {"log": log, "log_bytes": os.path.getsize(log), "runs": a.runs, "cli_s": round(cli_s, 3),
-           "mcp_s": round(mcp_s, 3), "mcp_call_s": round(call_s, 3), "ratio": round(ratio, 3),
-           "call_ratio": round(call_s / cli_s, 3), "target": a.target,
-           "pass": ratio <= a.target, "progress_notifications": notes, "same_top_findings": same,
-           "cli_all_s": [round(x, 3) for x in cli_t], "mcp_all_s": [round(x, 3) for x in mcp_t],
-           "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    res = {"log": log, "log_bytes": os.path.getsize(log), "runs": a.runs, "cli_s": cli_s, "mcp_s": mcp_s,
+           "mcp_call_s": call_s, "ratio": round(ratio, 3), "call_ratio": round(call_s / cli_s, 3), "target": a.target,
+           "pass": ratio <= a.target, "cli_cpu_s": med(cli, "cpu"), "mcp_cpu_s": med(mcp, "cpu"),
+           "mcp_call_cpu_s": med(mcp, "call_cpu"), "progress_notifications": [r["notes"] for r in mcp],
+           "same_top_findings": same, "cli_all_s": [round(r["wall"], 3) for r in cli],
+           "mcp_all_s": [round(r["wall"], 3) for r in mcp], "loadavg": [round(x, 2) for x in os.getloadavg()]}
     print(f"log: {log} ({res['log_bytes'] / 2**20:.1f} MiB)")
-    print(f"CLI triage --format json   median {cli_s:.2f} s  {res['cli_all_s']}")
-    print(f"MCP stdio, launch to reply median {mcp_s:.2f} s  {res['mcp_all_s']}  progress notifications {notes}")
-    print(f"  of which tools/call to reply    {call_s:.2f} s (the rest: server start and the handshake)")
+    print(f"CLI triage --format json   median {cli_s:.2f} s  {res['cli_all_s']}  CPU {res['cli_cpu_s']} s")
+    print(f"MCP stdio, launch to reply median {mcp_s:.2f} s  {res['mcp_all_s']}  CPU {res['mcp_cpu_s']} s  "
+          f"progress notifications {res['progress_notifications']}")
+    print(f"  of which tools/call to reply    {call_s:.2f} s  CPU {res['mcp_call_cpu_s']} s (the rest: server start "
+          "and the handshake)")
     print(f"MCP / CLI = {ratio:.2f}x  (target <= {a.target}x, server start included)  {'PASS' if res['pass'] else 'FAIL'}")
     print(f"MCP call alone / CLI = {res['call_ratio']:.2f}x  (a server already running, as an agent's is)")
     print(f"same top findings: {same}  CLI {c}" + ("" if m == c else f" vs MCP {m} (MCP truncated: "
