@@ -9,6 +9,7 @@ not kept and where. Metric lines a finding cites are read back from the file by 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from grpo_debug.tools.errors import InputError
@@ -99,27 +100,30 @@ def drop_notes(sparse, labels: dict[str, str]) -> list[str]:
     def what(pid: int) -> str:
         if pid == TRACE:
             return "traceback frames"
-        pat = sparse.patterns[pid][0]
         origin = sparse.patterns[sparse.parent.get(pid, pid)][0]
-        return f"`{pat[:50]}{'...' if len(pat) > 50 else ''}` ({labels.get(origin, 'log marker')})"
+        pat = " | ".join(sparse.chatter.get(pid) or [sparse.patterns[pid][0]])
+        part = "" if pat == origin else "an alternative of the regex of "
+        return f"`{pat[:60]}{'...' if len(pat) > 60 else ''}` ({part}{labels.get(origin, 'log marker')})"
 
     notes = []
     for pid in sorted(set(sparse.dropped) | set(sparse.demoted), key=lambda p: -sparse.matched.get(p, 0)):
-        d, n = sparse.dropped.get(pid), _n(sparse.matched.get(pid, 0))
-        gone = f"{_n(d.count)} not kept (between lines {_n(d.first)} and {_n(d.last)})" if d else "all kept"
+        d, n, q = sparse.dropped.get(pid), _n(sparse.matched.get(pid, 0)), _n(sparse.quota.get(pid, 0))
+        gone = f"; {_n(d.count)} lines between {_n(d.first)} and {_n(d.last)} not kept" if d else ""
         if pid in sparse.demoted:
-            notes.append(f"{what(pid)}: routine chatter, no longer scanned for from line {_n(sparse.demoted[pid])} "
-                         f"on ({n} lines matched before; the first and last of them kept, {gone})")
+            notes.append(f"{what(pid)}: routine chatter: {n} lines matched up to line {_n(sparse.demoted[pid])}, then it "
+                         f"was no longer scanned for; its first {q} and last {q} lines up to there kept{gone}")
         else:
-            notes.append(f"{what(pid)}: {n} lines matched, the first and last ones kept, {gone}")
+            notes.append(f"{what(pid)}: {n} lines matched; the first {q} and last {q} kept{gone}")
     return notes
 
 
 def _store_notes(store, table) -> list[str]:
     """What the series store downsampled or could not hold."""
     out = []
+    from grpo_debug.tools.engine.series_store import IMPORTANT
+
     down = sorted(((k, table.count(k), len(pts)) for k, pts in table.series.items() if table.count(k) > len(pts)),
-                  key=lambda t: -t[1])
+                  key=lambda t: (not re.search(r"grad.?norm", t[0]), not IMPORTANT.search(t[0]), -t[1], t[0]))
     if down:
         shown = "; ".join(f"{k}: {_n(n)} points kept as {_n(m)}" for k, n, m in down[:3])
         more = f"; {len(down) - 3} more series likewise" if len(down) > 3 else ""

@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 
 from grpo_debug.tools.engine.events import EVENT_PATTERNS
 from grpo_debug.tools.engine.line_quota import HEAD, TRACE, Dropped, Keeper, split_noisy
-from grpo_debug.tools.engine.prefilter import _Engine
+from grpo_debug.tools.engine.prefilter import _Engine, _top_level_branches
 
 CHUNK = 8 * 2**20
 HEAD_LINES = 3000
@@ -73,11 +73,13 @@ class SparseLog:
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # the prefilter's patterns, by id
     matched: dict[int, int] = field(default_factory=dict)  # pattern id -> candidate lines it matched (not metric lines)
     dropped: dict[int, Dropped] = field(default_factory=dict)  # pattern id -> lines of it not kept
+    quota: dict[int, int] = field(default_factory=dict)  # pattern id -> first and last lines of it kept
     store: object = None  # the SeriesStore the metric lines went into (None: they were kept as lines)
     metric_kept: set[int] = field(default_factory=set)  # kept lines that are also metric lines
     source: object = None  # where metric lines are read back from by offset: a path, a seekable stream, a spool file
     parent: dict[int, int] = field(default_factory=dict)  # pattern id of an alternative -> the pattern it came from
     demoted: dict[int, int] = field(default_factory=dict)  # pattern id -> line from which it was no longer scanned for
+    chatter: dict[int, list[str]] = field(default_factory=dict)  # ... and which of its alternatives that was
 
 
 def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
@@ -177,6 +179,7 @@ class _Scanner:
         self.keeper = Keeper(patterns)
         self.parent: dict[int, int] = {}
         self.demoted: dict[int, int] = {}
+        self.chatter: dict[int, list[str]] = {}  # demoted pattern id -> its alternatives no longer scanned for
         self.rebuilds = 0
         self.store, self.source, self.spool = store, source, spool
         self.counters: dict = {}
@@ -227,7 +230,9 @@ class _Scanner:
             pat, ci = self.patterns[p]
             self.active.remove(p)
             self.demoted[p] = line
-            for b in split_noisy(pat, ci, samples.get(p, [])) or []:
+            keep = split_noisy(pat, ci, samples.get(p, [])) or []
+            self.chatter[p] = [b for b in _top_level_branches(pat) if b not in keep] if keep else [pat]
+            for b in keep:
                 q = len(self.patterns)
                 self.patterns.append((b, ci))
                 self.active.append(q)
@@ -415,9 +420,9 @@ def _finish(out: SparseLog, sc: _Scanner, last_chunks: list[tuple[int, bytes]], 
         kept.setdefault(no, raw)
     out.lines = [(no, kept[no].decode("utf-8", "replace")) for no in sorted(kept)]
     out.total_lines = line_no
-    out.matched, out.dropped = dict(sc.keeper.matched), dict(sc.keeper.dropped)
+    out.matched, out.dropped, out.quota = dict(sc.keeper.matched), dict(sc.keeper.dropped), dict(sc.keeper.quota)
     out.metric_kept = sc.metric_kept
-    out.patterns, out.parent, out.demoted = sc.patterns, sc.parent, sc.demoted
+    out.patterns, out.parent, out.demoted, out.chatter = sc.patterns, sc.parent, sc.demoted, sc.chatter
     out.truncated = sc.truncated
     if sc.spool is not None:
         sc.spool.flush()

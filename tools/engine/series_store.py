@@ -22,6 +22,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 KEEP_NONFINITE = 3
+BREAKOUTS = 4                 # points of a bucket kept beyond the previous bucket's range by more than its width
 STORE_POINTS = 3_000_000      # entries held over all series (12 bytes each, plus 24 per metric line referenced)
 SERIES_CAP = (2048, 65_536)   # entries one series may hold: (least, most)
 TABLE_POINTS = 240_000        # points materialised over all series (Python objects: ~130 bytes each)
@@ -40,9 +41,10 @@ def _finite(v: float) -> bool:
 
 def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int], float, float]:
     """(indices of ``vals[start:stop]`` (one bucket) to keep, in order; the bucket's finite range): its min and max
-    finite value, and its first value above ``hi`` / below ``lo`` (the previous bucket's range: where a climb or a
-    drop starts). The first index alone, and the range (lo, hi) unchanged, when no value is finite. Min and max are
-    found by the C builtins when the slice is all finite."""
+    finite value, its first value above ``hi`` / below ``lo`` (the previous bucket's range: where a climb or a drop
+    starts) and up to ``BREAKOUTS`` values beyond that range by more than its width (the steps of the climb). The
+    first index alone, and the range (lo, hi) unchanged, when no value is finite. Min and max are found by the C
+    builtins when the slice is all finite."""
     seg = vals[start:stop]
     if _finite(sum(seg)):
         mn, mx = min(seg), max(seg)
@@ -53,10 +55,15 @@ def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int],
             return [start], lo, hi
         a, b = min(fin, key=vals.__getitem__), max(fin, key=vals.__getitem__)
         out, mn, mx = {a, b}, vals[a], vals[b]
+    far = hi - lo if hi > lo else 0.0
     if mx > hi:
-        out.add(start + list(map(hi.__lt__, seg)).index(True))
+        ups = [i for i, v in enumerate(seg) if v > hi]
+        out.add(start + ups[0])
+        out.update(start + i for i in [i for i in ups if seg[i] > hi + far][:BREAKOUTS])
     if mn < lo:
-        out.add(start + list(map(lo.__gt__, seg)).index(True))
+        downs = [i for i, v in enumerate(seg) if v < lo]
+        out.add(start + downs[0])
+        out.update(start + i for i in [i for i in downs if seg[i] < lo - far][:BREAKOUTS])
     return sorted(out), mn, mx
 
 
@@ -135,19 +142,30 @@ class _Series:
 
 
 def _thin(vals: array, budget: int) -> list[int]:
-    """Indices of about ``budget`` of ``vals``: per group, its min, max and first breakouts of the previous group's
-    range (_keep), plus the first, the last and the first non-finite points."""
+    """Indices of at most about ``budget`` of ``vals``: per group, what :func:`_keep` keeps, plus the first, the last and
+    the first non-finite points; the groups that break out of the previous group's range the most (a climb, a
+    drop) are kept whole with half the budget, so a short climb stays a climb, not a spike."""
     n = len(vals)
     if n <= budget:
         return list(range(n))
-    g = math.ceil(n / max(1, budget // 3))
+    g = math.ceil(n / max(1, budget // (4 + BREAKOUTS)))
     keep = {0, n - 1}
     if not _finite(sum(vals)):
         keep.update([i for i in range(n) if not _finite(vals[i])][:KEEP_NONFINITE])
     lo, hi = math.inf, -math.inf
+    jumps = []
     for i in range(0, n, g):
-        idx, lo, hi = _keep(vals, i, min(n, i + g), lo, hi)
+        idx, nlo, nhi = _keep(vals, i, min(n, i + g), lo, hi)
         keep.update(idx)
+        if hi > lo and (nhi > 2 * hi - lo or nlo < 2 * lo - hi):  # beyond the previous range by more than its width
+            jumps.append((-max(nhi - hi, lo - nlo) / (hi - lo), i))
+        lo, hi = nlo, nhi
+    room = budget // 2
+    for _, i in sorted(jumps):
+        if room < g:
+            break
+        keep.update(range(i, min(n, i + g)))
+        room -= g
     return sorted(keep)
 
 

@@ -1,0 +1,231 @@
+"""Large logs in bounded memory (tools/engine/large_logs.py, line_quota.py, series_store.py, tools/streaming.py).
+
+Logs of a few MB go through the streaming path with small quotas, chunks and series budgets (monkeypatched), so
+the cases a 1 GB log meets (more candidate lines than the quotas, series downsampled, chatter set aside) happen
+here: the planted answers of bench/gen_real_log.py must still come out at their lines, and every cut is said."""
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import io
+import math
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+import grpo_debug.tools.engine.large_logs as ll
+import grpo_debug.tools.engine.line_quota as lq
+import grpo_debug.tools.engine.series_store as ss
+from grpo_debug.skills.loader import default_rules
+from grpo_debug.tools.streaming import read_streamed
+from grpo_debug.tools.triage import triage_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _gen():
+    spec = importlib.util.spec_from_file_location("gen_real_log", ROOT / "bench" / "gen_real_log.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def real_log(tmp_path_factory):
+    """A 4 MiB realistic verl + SGLang log, two metric lines per step (ranks), with planted answers."""
+    path = tmp_path_factory.mktemp("big") / "run.log"
+    planted = _gen().generate(str(path), mb=4, ranks=2, metric_lines=3000)
+    return path, planted
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+    """Chunks, quotas and series budgets small enough for a few MB to overflow them all."""
+    monkeypatch.setattr(ll, "CHUNK", 256 * 2**10)
+    monkeypatch.setattr(ll, "HIT_LIMIT", 4000)
+    monkeypatch.setattr(lq, "QUOTA", 30)
+    monkeypatch.setattr(lq, "ERROR_QUOTA", 60)
+    monkeypatch.setattr(lq, "NOISY_LINES", 300)
+    monkeypatch.setattr(ss, "STORE_POINTS", 20_000)
+    monkeypatch.setattr(ss, "SERIES_CAP", (64, 512))
+    monkeypatch.setattr(ss, "TABLE_POINTS", 4000)
+    monkeypatch.setattr(ss, "TABLE_CAP", (64, 400))
+    monkeypatch.setattr(ss, "PENDING", 64)
+
+
+def _finding(res, symptom):
+    return next((f for f in res.findings if f.symptom == symptom), None)
+
+
+def test_planted_answers_survive_quotas_and_downsampling(real_log, small_limits):
+    path, planted = real_log
+    res = triage_stream(path)
+    gn = res.metrics["actor/grad_norm"]
+    assert gn.points == 2 * planted["steps"]  # the true number of points, not the kept one
+    assert gn.max == planted["grad_norm_max"]
+    assert (gn.first_nonfinite_step, gn.first_nonfinite_line) == (planted["first_nonfinite_step"], planted["nan_line"])
+    nan = _finding(res, "nan_inf")
+    assert nan and planted["nan_line"] in {e.line for e in nan.evidence}
+    assert any("actor/grad_norm:nan" in e.text for e in nan.evidence if e.line == planted["nan_line"])  # read back
+    climb = [f for f in res.findings if any(f"climbs from step {planted['climb_start_step']} (line "
+                                            f"{planted['climb_line']})" in m for c in f.causes for m in c.matched)]
+    assert climb, [c.matched for f in res.findings for c in f.causes]
+    assert planted["oom_line"] in {e.line for e in _finding(res, "cuda_oom").evidence}
+    assert planted["nccl_line"] in {e.line for e in _finding(res, "collective_hang").evidence}
+    skipped = res.coverage.skipped
+    assert re.search(r"actor/grad_norm: [\d,]+ points kept as [\d,]+", " ".join(skipped)), skipped
+    first_note = next(i for i, s in enumerate(skipped) if "not kept" in s or "no longer scanned" in s)
+    assert first_note < next(i for i, s in enumerate(skipped) if s.startswith("streamed with"))  # drops said first
+
+
+def test_kept_lines_stay_within_the_quotas(tmp_path, small_limits, monkeypatch):
+    """A chatty log (the generator's default density: ~40 kB of engine chatter a step): the lines kept as text are
+    bounded by the quotas, not by the file; every metric line's values are still read."""
+    monkeypatch.setattr(ll, "HEAD_LINES", 300)
+    monkeypatch.setattr(ll, "TAIL_LINES", 100)
+    path = tmp_path / "chatty.log"
+    planted = _gen().generate(str(path), mb=5)
+    st = read_streamed(path, default_rules())
+    rules = {p for r in default_rules() for sig in r.match.signals() if (p := getattr(sig, "pattern", None))}
+    patterns = len(ll.build_patterns(rules)) + 20  # + alternatives split off chatter patterns
+    bound = ll.HEAD_LINES + ll.TAIL_LINES + 2 * lq.TRACEBACK_QUOTA + 2 * lq.ERROR_QUOTA * patterns
+    assert len(st.lines) < min(bound, planted["lines"] // 5), (len(st.lines), planted["lines"])
+    assert len(st.ctx.metrics.lines) == planted["metric_lines"]  # every metric line's values were read
+    assert planted["nan_line"] in {p.line for p in st.ctx.metrics.series["actor/grad_norm"]}
+
+
+DECODE = ("[2026-11-30 12:00:{s:02d} TP{tp}] Decode batch. #running-req: 37, #token: 41234, token usage: 0.31, "
+          "cuda graph: True, gen throughput (token/s): 2561.23, #queue-req: 0, ")  # sglang scheduler_metrics_mixin.py
+
+
+def _flood_log(path: Path, n: int, error_at: int) -> None:
+    """``n`` lines of rank-prefixed SGLang decode chatter behind Ray prefixes; at ``error_at`` the scheduler's own
+    error line (sglang python/sglang/srt/managers/scheduler.py: logger.error(f"Scheduler hit an exception: ..."))."""
+    with path.open("w") as fh:
+        for i in range(1, n + 1):
+            pre = f"\x1b[36m(SGLangEngine pid=2{i % 8}31, ip=10.0.0.{i % 8})\x1b[0m "
+            if i == error_at:
+                fh.write(pre + "[2026-11-30 12:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):\n")
+                fh.write(pre + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+            else:
+                fh.write(pre + DECODE.format(s=i % 60, tp=i % 4) + "\n")
+
+
+def test_chatter_flood_is_set_aside_with_a_note_and_an_error_inside_it_is_kept(tmp_path, small_limits):
+    log = tmp_path / "flood.log"
+    _flood_log(log, 60_000, error_at=41_234)
+    st = read_streamed(log, default_rules())
+    kept = {ln.no for ln in st.lines}
+    assert {41_234, 41_235} <= kept  # the error line shares a regex with the chatter: its alternative is still scanned
+    assert len(kept) < ll.HEAD_LINES + ll.TAIL_LINES + 200 + 2 * lq.TRACEBACK_QUOTA
+    note = next(s for s in st.skipped if "TP" in s)
+    assert "`\\bTP\\d+\\]`" in note and "no longer scanned for" in note and "not kept" in note, st.skipped
+    assert st.skipped.index(note) < next(i for i, s in enumerate(st.skipped) if s.startswith("streamed with"))
+
+
+def _climb_series(n: int, climb: int, seed: int = 0) -> list[float]:
+    rnd = random.Random(seed)
+    out = [rnd.uniform(0.30, 0.45) if i < climb else 2.0 ** min(7, i - climb) for i in range(n)]
+    out[n // 3], out[n // 5] = 99.0, -5.0  # the extremes
+    for i in range(climb + 8, n):
+        out[i] = math.nan
+    return out
+
+
+def test_series_store_keeps_extremes_first_nan_and_climb_start(monkeypatch):
+    monkeypatch.setattr(ss, "STORE_POINTS", 3000)
+    monkeypatch.setattr(ss, "SERIES_CAP", (256, 1024))
+    monkeypatch.setattr(ss, "TABLE_POINTS", 600)
+    monkeypatch.setattr(ss, "TABLE_CAP", (64, 300))
+    monkeypatch.setattr(ss, "PENDING", 128)
+    n, climb = 50_000, 41_003
+    vals = _climb_series(n, climb)
+    st = ss.SeriesStore()
+    for i, v in enumerate(vals):
+        st.add("verl", float(i), 10 + 2 * i, 100 * i, {"actor/grad_norm": v, "actor/pg_loss": 0.5})
+        if i % 997 == 0:  # another format in between (a different key set)
+            st.add("val", float(i), 11 + 2 * i, -1, {"val/score": 1.0})
+    table, index = st.materialize()
+    pts = table.series["actor/grad_norm"]
+    assert table.count("actor/grad_norm") == n and len(pts) < 2000
+    by_value = {p.value: p for p in pts if math.isfinite(p.value)}
+    assert (by_value[99.0].step, by_value[99.0].line) == (n // 3, 10 + 2 * (n // 3))
+    assert (by_value[-5.0].step, by_value[-5.0].line) == (n // 5, 10 + 2 * (n // 5))
+    assert (by_value[1.0].step, by_value[128.0].step) == (climb, climb + 7)  # the climb's first point and its peak
+    bad = next(p for p in pts if not math.isfinite(p.value))
+    assert (bad.step, bad.line) == (climb + 8, 10 + 2 * (climb + 8))
+    assert (pts[0].step, pts[-1].step) == (0, n - 1)
+    assert all(a.line < b.line for a, b in zip(pts, pts[1:]))
+    assert index.get(by_value[99.0].line) == 100 * (n // 3)  # where its line starts, to read it back
+    assert len(table.lines) == n + len(range(0, n, 997))
+
+
+def test_progress_is_monotone_ends_at_the_total_then_says_analysing(real_log, monkeypatch):
+    monkeypatch.setattr(ll, "CHUNK", 256 * 2**10)
+    path, _ = real_log
+    calls, plain = [], []
+    triage_stream(path, progress=lambda done, total, phase: calls.append((done, total, phase)))
+    size = path.stat().st_size
+    reading = [c for c in calls if c[2] == "reading"]
+    assert len(reading) > 10 and all(a[0] <= b[0] for a, b in zip(reading, reading[1:]))
+    assert reading[-1][:2] == (size, size) and calls[-1][2] == "analysing"
+    ll.scan_file(path, progress=lambda done, total: plain.append((done, total)))  # the two-argument form
+    assert plain == [c[:2] for c in reading]
+
+
+def test_gzip_log_reads_cited_metric_lines_back_and_counts_its_own_bytes(tmp_path, real_log, small_limits):
+    path, planted = real_log
+    gz = tmp_path / "run.log.gz"
+    with gzip.open(gz, "wb") as g:
+        g.write(path.read_bytes())
+    seen = []
+    res = triage_stream(gz, progress=lambda d, t: seen.append((d, t)))
+    nan = _finding(res, "nan_inf")
+    ev = next(e for e in nan.evidence if e.line == planted["nan_line"])
+    assert "actor/grad_norm:nan" in ev.text  # read back from the spool of metric lines
+    assert seen[-1] == (gz.stat().st_size,) * 2 and all(d <= t for d, t in seen)
+
+
+def test_text_above_the_dense_line_limit_streams_and_reads_cited_lines_back(real_log, monkeypatch):
+    import grpo_debug.tools.triage as tr
+
+    path, planted = real_log
+    monkeypatch.setattr(tr, "MAX_DENSE_LINES", 1000)
+    res = tr.triage_text(path.read_bytes().decode("utf-8"))  # (read_text would turn tqdm \r into new lines)
+    ev = next(e for e in _finding(res, "nan_inf").evidence if e.line == planted["nan_line"])
+    assert "actor/grad_norm:nan" in ev.text
+
+
+def test_fast_paths_agree_with_the_regexes():
+    """strip_ansi's find-then-match and _verl_pairs' split on ' - ' give what the regexes give."""
+    from grpo_debug.tools.engine.metrics import _PAIR_SEP, _verl_pairs
+    from grpo_debug.tools.engine.normalize import _ANSI, strip_ansi
+    from grpo_debug.tools.engine.values import to_float
+
+    rnd = random.Random(7)
+    ansi = ["\x1b", "[", "]", "m", "0", "3", ";", "a", " ", "(", ")", "B", "\x07", "_", "\x1b[36m", "[0m"]
+    for _ in range(20_000):
+        s = "".join(rnd.choice(ansi) for _ in range(rnd.randint(0, 24)))
+        assert strip_ansi(s) == _ANSI.sub("", s), repr(s)
+
+    def ref(rest):
+        out = {}
+        for item in _PAIR_SEP.split(rest):
+            k, sep, v = item.strip().rpartition(":")
+            if sep and k and " " not in k and v.strip() and (f := to_float(v.split()[0])) is not None:
+                out[k] = f
+        return out
+    parts = ["a", ":", "1", ".", "-", " ", "  ", "\t", "nan", "'", "np.float64(", ")", "e", "k/v", "\xa0", " - ", "inf"]
+    for _ in range(20_000):
+        s = "".join(rnd.choice(parts) for _ in range(rnd.randint(0, 24)))
+        got, want = _verl_pairs(s), ref(s)
+        assert list(got) == list(want) and all(a == b or (a != a and b != b) for a, b in zip(got.values(), want.values())), s
+
+
+def test_bytes_stream_without_a_store_keeps_metric_lines_as_lines():
+    """scan_stream without a store (tools/rundir/merge.py) still returns every metric line as a line."""
+    text = "".join(f"step:{i} - actor/grad_norm:0.{i % 9 + 1}\n" + "chatter\n" * 3 for i in range(1, 2001))
+    sl = ll.scan_stream(io.BytesIO(text.encode()))
+    assert sum(1 for _, t in sl.lines if t.startswith("step:")) == 2000 and sl.total_lines == 8000
