@@ -188,7 +188,8 @@ def main() -> int:
           f"progress notifications {res['progress_notifications']}")
     print(f"  of which tools/call to reply    {call_s:.2f} s  CPU {res['mcp_call_cpu_s']} s (the rest: server start "
           "and the handshake)")
-    print(f"MCP / CLI = {ratio:.2f}x  (target <= {a.target}x, server start included)  {'PASS' if res['pass'] else 'FAIL'}")
+    verdict = "PASS" if res["pass"] else "FAIL"
+    print(f"MCP / CLI = {ratio:.2f}x  (target <= {a.target}x, server start included)  {verdict}")
     print(f"MCP call alone / CLI = {res['call_ratio']:.2f}x  (a server already running, as an agent's is)")
     print(f"same top findings: {same}  CLI {c}" + ("" if m == c else f" vs MCP {m} (MCP truncated: "
                                                    f"{mcp_ans.get('truncated')})"))

@@ -316,10 +316,13 @@ def _check_versions(versions: str | None) -> str | None:
 PROGRESS_INTERVAL_S = 0.1
 
 
-def _progress_reporter(ctx: Context, message: str, interval: float = PROGRESS_INTERVAL_S):
-    """A ``progress(done, total)`` callback for the engine's worker thread that sends ``ctx.report_progress`` on
-    the event loop (a no-op unless the client sent a progressToken): at most one per ``interval`` seconds, only
-    increasing ``done``, and always the first and the one that reaches ``total``. Call on the event loop."""
+def _progress_reporter(ctx: Context, reading: str, analysing: str, interval: float = PROGRESS_INTERVAL_S):
+    """A ``progress(done, total[, phase])`` callback for the engine's worker thread that sends
+    ``ctx.report_progress`` on the event loop (a no-op unless the client sent a progressToken): bytes done of
+    bytes total, at most one per ``interval`` seconds, only increasing, always the first and the one that
+    reaches ``total``. That last one says ``analysing``: the rules and detectors still run, with no byte count
+    (the engine's ``analysing`` phase, tools/engine/large_logs.py, adds no notification: progress must increase).
+    Call on the event loop."""
     import threading
     import time
 
@@ -329,15 +332,15 @@ def _progress_reporter(ctx: Context, message: str, interval: float = PROGRESS_IN
     token = anyio.lowlevel.current_token()
     lock, state = threading.Lock(), {"done": -1.0, "at": float("-inf")}
 
-    def progress(done: float, total: float | None = None) -> None:
-        now, last = time.monotonic(), total is not None and done >= total
+    def progress(done: float, total: float | None = None, phase: str = "reading") -> None:
+        now, last = time.monotonic(), phase != "reading" or (total is not None and done >= total)
         with lock:
             if done <= state["done"] or not (last or now - state["at"] >= interval):
                 return
             state["done"], state["at"] = done, now
         try:
-            anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None, message,
-                                  token=token)
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total) if total else None,
+                                  analysing if last else reading, token=token)
         except Exception:  # noqa: BLE001 - progress is best-effort; never fail a call for it
             pass
 
@@ -368,7 +371,7 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         """Runs the (synchronous) engine in a worker thread, a path through the same streaming read as the CLI;
         large files report progress notifications (bytes done / bytes total, at most ~10 a second) to clients
         that sent a progress token."""
-        progress = _progress_reporter(ctx, "reading the log")
+        progress = _progress_reporter(ctx, "reading the log", "log read; analysing it (rules, detectors, ranking)")
         return await _heavy(inputs.pool, "triage", lambda: _triage_sync(text, path, max_findings, progress, versions))
 
     def _triage_sync(text, path, max_findings, progress, versions) -> TriageResult:

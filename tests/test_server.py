@@ -234,7 +234,7 @@ async def test_stdio_triage_of_a_large_path_streams_and_sends_progress(tmp_path)
     seen = []
 
     async def on_progress(progress, total, message):
-        seen.append((progress, total))
+        seen.append((progress, total, message))
 
     with anyio.fail_after(120):
         async with stdio_client(params) as (read, write):
@@ -247,13 +247,14 @@ async def test_stdio_triage_of_a_large_path_streams_and_sends_progress(tmp_path)
     assert any("streamed" in s for s in res["coverage"]["skipped"]), res["coverage"]["skipped"]
     nan = [f for f in res["findings"] if f["symptom"] == "nan_inf"]
     assert nan and 150_001 in {e["line"] for e in nan[0]["evidence"]}, res["findings"]
-    assert seen and seen[-1] == (size, size), seen
+    assert seen and seen[-1] == (size, size, "log read; analysing it (rules, detectors, ranking)"), seen
     assert all(a[0] < b[0] for a, b in zip(seen, seen[1:])), seen
 
 
 async def test_progress_reporter_sends_few_increasing_notifications():
     """The engine's progress callback, called thousands of times from a worker thread, reaches the client at most
-    once per interval, only increasing, with the first and the final (done == total) always sent."""
+    once per interval, only increasing, with the first and the final (done == total, saying the analysis goes
+    on) always sent."""
     import time
 
     from grpo_debug.server.app import _progress_reporter
@@ -264,17 +265,19 @@ async def test_progress_reporter_sends_few_increasing_notifications():
         async def report_progress(self, progress, total=None, message=None):
             sent.append((progress, total, message))
 
-    progress = _progress_reporter(Ctx(), "reading the log", interval=0.05)
+    progress = _progress_reporter(Ctx(), "reading", "analysing", interval=0.05)
 
     def work():
         t = time.monotonic()
         for i in range(1, 200_001):
             progress(i, 200_000)
+        progress(200_000, 200_000, "analysing")  # the engine's next phase: no new count, nothing more to send
         progress(5, 200_000)  # a smaller value after the end is never sent
         return time.monotonic() - t
 
     elapsed = await anyio.to_thread.run_sync(work)
-    assert sent[0] == (1.0, 200_000.0, "reading the log") and sent[-1][0] == 200_000.0
+    assert sent[0] == (1.0, 200_000.0, "reading") and sent[-1] == (200_000.0, 200_000.0, "analysing")
+    assert {m for _, _, m in sent[:-1]} == {"reading"}
     assert all(a[0] < b[0] for a, b in zip(sent, sent[1:]))
     assert len(sent) <= 2 + elapsed / 0.05, (len(sent), elapsed)
 
@@ -302,6 +305,7 @@ def test_answer_budget_drops_unnamed_metric_series_before_a_finding():
     assert len(res.model_dump_json()) > MAX_ANSWER_BYTES
     out = bound_triage(res)
     assert len(out.model_dump_json()) <= MAX_ANSWER_BYTES and out.truncated
-    assert [(f.symptom, f.evidence[0].line) for f in out.findings] == [(f.symptom, f.evidence[0].line) for f in findings]
+    kept = [(f.symptom, f.evidence[0].line) for f in out.findings]
+    assert kept == [(f.symptom, f.evidence[0].line) for f in findings]
     assert out.metrics["actor/grad_norm"].first_nonfinite_line == 183026
     assert len(out.metrics) < 101
