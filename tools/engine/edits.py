@@ -46,8 +46,10 @@ def input_frameworks(fs: FactSet, lines: list[Line] | dict[int, Line]) -> set[st
                f.key.lower().endswith("rollout.name") and str(f.value).lower() == eng for f in fs.facts):
             out.add(eng)
     text = "\n".join(ln.raw for ln in (lines.values() if isinstance(lines, dict) else lines))
-    if {"slime", "relax"} <= out or re.search(r"\brelax[./]", text) or re.search(r"\bslime[./]", text):
-        relax, slime = bool(re.search(r"\brelax[./]", text)), bool(re.search(r"\bslime[./]", text))
+    # the literal first: a leading \b keeps re from skipping ahead to it (a streamed log's kept text is megabytes)
+    relax = "relax" in text and bool(re.search(r"\brelax[./]", text))
+    slime = "slime" in text and bool(re.search(r"\bslime[./]", text))
+    if {"slime", "relax"} <= out or relax or slime:
         if relax != slime:
             out -= {"slime", "relax"}
             out.add("relax" if relax else "slime")

@@ -32,7 +32,7 @@ from grpo_debug.tools.engine.events import EVENT_PATTERNS
 from grpo_debug.tools.engine.line_quota import HEAD, TRACE, Dropped, Keeper, split_noisy
 from grpo_debug.tools.engine.prefilter import _Engine, _top_level_branches
 
-CHUNK = 8 * 2**20
+CHUNK = 4 * 2**20
 HEAD_LINES = 3000
 TAIL_LINES = 1000
 TRACEBACK_CONTEXT = 80
@@ -241,9 +241,10 @@ class _Scanner:
         self.eng = _Engine([self.patterns[i] for i in self.active])
         self.rebuilds += 1
 
-    def chunk(self, chunk: bytes, line_no: int, base: int | None, pending: int) -> int:
+    def chunk(self, chunk: bytes, line_no: int, base: int | None, pending: int) -> tuple[int, int]:
         """Classify and keep the lines of ``chunk`` (``line_no`` lines before it; ``base``: its byte offset in
-        the source, None when unknown); return the traceback lines that go on into the next chunk."""
+        the source, None when unknown); return (the traceback lines that go on into the next chunk, the lines
+        of the file up to the end of the chunk)."""
         starts = self._hits(chunk, line_no)
         carry = _add_context(starts, chunk, pending, line_no)
         cands, metric = [], []
@@ -259,8 +260,9 @@ class _Scanner:
         before = dict(self.keeper.matched)
         for no, s, pids in cands:
             self._offer(chunk, no, s, pids, found)
-        self._chatter(before, line_no + chunk.count(b"\n"))
-        return carry
+        n += count(b"\n", prev)  # each byte is counted once
+        self._chatter(before, n)
+        return carry, n
 
     def _offer(self, chunk: bytes, no: int, s: int, pids: set[int], found: set[int]) -> None:
         raw = chunk[s:chunk.find(b"\n", s)]
@@ -398,9 +400,8 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
         chunk, carry = buf[:cut], buf[cut:]
         base = None if gap or start is None else start + end - len(buf)
         gap = False
-        pending = sc.chunk(chunk, line_no, base, pending)
         last_chunks = (last_chunks + [(line_no, chunk)])[-2:]  # the tail is cut from these at the end
-        line_no += chunk.count(b"\n")
+        pending, line_no = sc.chunk(chunk, line_no, base, pending)
         out.bytes_read += len(chunk)
         _report(progress, position() if position else raw_read, size, "reading")
         if not block:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 KEEP_NONFINITE = 3
 BREAKOUTS = 4                 # points of a bucket kept beyond the previous bucket's range by more than its width
 STORE_POINTS = 3_000_000      # entries held over all series (12 bytes each, plus 24 per metric line referenced)
-SERIES_CAP = (2048, 65_536)   # entries one series may hold: (least, most)
+SERIES_CAP = (2048, 65_536)   # entries one series may hold: (least unless series are very many, most)
 TABLE_POINTS = 240_000        # points materialised over all series (Python objects: ~130 bytes each)
 TABLE_CAP = (512, 16_384)
 MAX_SERIES = 4000             # series kept; the values of later new names are counted, not kept
@@ -208,8 +208,9 @@ class SeriesStore:
         s = self.series[key] = _Series(4 if IMPORTANT.search(key) else 1)
         lo, hi = SERIES_CAP
         share = STORE_POINTS // sum(x.weight for x in self.series.values())
+        floor = max(32, min(lo, STORE_POINTS // len(self.series)))  # the least, unless series are very many
         for other in self.series.values():  # every series' room shrinks as series appear
-            other.cap = max(lo, min(hi, share * other.weight))
+            other.cap = max(floor, min(hi, share * other.weight))
         return s
 
     def add(self, fmt: str, step: float, line: int, off: int, values: dict[str, float]) -> None:
@@ -298,6 +299,7 @@ class SeriesStore:
         table = MetricTable(formats=set(self.formats), axes=dict(self.axes))
         weight = sum(s.weight for s in self.series.values()) or 1
         lo, hi = TABLE_CAP
+        lo = max(16, min(lo, TABLE_POINTS // max(1, len(self.series))))  # the least, unless series are very many
         used: set[int] = set()
         steps, nos = self.r_step, self.r_line
         for k, s in self.series.items():
