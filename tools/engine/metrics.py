@@ -111,19 +111,13 @@ _ODD_BLANKS = ("  ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "
 
 def _verl_pairs(rest: str) -> dict[str, float]:
     """``key:value`` pairs of a verl LocalLogger line after ``step:N - ``; items split at ``" - "``."""
-    if rest.isascii() and not any(b in rest for b in _ODD_BLANKS):  # single spaces only: str.split splits as _PAIR_SEP does
-        out = {}
-        for item in rest.split(" - "):
-            k, sep, v = item.strip().rpartition(":")
-            if not sep or not k or " " in k:
-                continue
-            try:
-                out[k] = float(v)  # the common case: a plain number, nan or inf
-            except ValueError:
-                f = to_float(v.split()[0]) if v.strip() else None
-                if f is not None:
-                    out[k] = f
-        return out
+    if rest.isascii() and rest[:1] != " " and rest[-1:] != " " and not any(b in rest for b in _ODD_BLANKS):
+        # single inner spaces only: str.split splits as _PAIR_SEP does and no item needs strip()
+        parts = [item.rpartition(":") for item in rest.split(" - ")]
+        try:
+            return {k: float(v) for k, sep, v in parts if sep and k and " " not in k}
+        except ValueError:  # a value that is not a plain number (quoted, np.float64(...), with a unit): item by item
+            pass
     out = {}
     for item in _PAIR_SEP.split(rest):
         k, sep, v = item.strip().rpartition(":")
