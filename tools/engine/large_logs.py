@@ -3,9 +3,11 @@
 A multi-pattern prefilter (prefilter.py) finds, per chunk, the candidate lines and the patterns each one
 matches: metric shapes (``METRIC_MARKERS``), events, launch commands, rules' regexes. Then, in the chunk:
 
-- metric lines are normalised and their values extracted (engine/metrics.py, the same parsers as a small
-  input) straight into a :class:`~grpo_debug.tools.engine.series_store.SeriesStore` with each line's byte
-  offset; the line itself is not kept (its text is read back by offset when a finding cites it);
+- metric lines (those a ``METRIC_MARKERS`` shape matches, and the head of the file) are normalised and their
+  values extracted (engine/metrics.py, the same parsers as a small input) straight into a
+  :class:`~grpo_debug.tools.engine.series_store.SeriesStore` with each line's byte offset; the line itself is
+  not kept (its text is read back by offset when a finding cites it). Other candidate lines are not read for
+  metrics (the prose and ``key: value`` units would read chatter such as ``cuda:0`` as values);
 - every other candidate line is kept by importance, under per-pattern quotas: the first ``QUOTA`` and the last
   ``QUOTA`` lines of each pattern (``ERROR_QUOTA`` for error and traceback patterns), so a pattern that matches
   routine chatter cannot flood memory. Each line not kept is counted per pattern with the line range it came
