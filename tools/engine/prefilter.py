@@ -1,17 +1,45 @@
-"""One pass of many regexes over much text: the multi-pattern prefilter behind large-log streaming and
-the one-pass event and rule-regex matching.
+"""One pass of many regexes over much text: the multi-pattern prefilter behind large-log streaming and the
+one-pass event and rule-regex matching.
 
-Engines, fastest first: hyperscan (SIMD multi-pattern), google-re2 (linear time), Python ``re`` (slow on
-alternations; used only when neither is installed). Patterns an engine cannot compile (look-behind,
-back-references) are relaxed; if one still fails it is listed in ``unprefiltered``. Hits are candidates:
-callers confirm each with the exact Python pattern.
+Engines, fastest first: hyperscan (SIMD multi-pattern, x86 only), google-re2 (linear time, has arm64 wheels),
+and a pure-Python engine (prefilter_python.py: required literals with C-speed searches, the real pattern on
+the lines that hold one). The environment variable ``GRPO_DEBUG_PREFILTER_ENGINE`` (``hyperscan``, ``re2`` or
+``python``) forces one (benchmarks, tests); naming one that is not installed is a :class:`PrefilterEngineError`
+that says what is.
+
+``_Engine(patterns)`` takes (Python regex, caseless) pairs and offers:
+
+- ``line_hits(buf, limit)``: the sorted line-start offsets of the lines of ``buf`` where a pattern matches,
+  with the set of pattern ids matching each line. Exact for every engine: hyperscan and RE2 run each pattern
+  rewritten for bytes (regex_dialect.py); a pattern whose rewrite is relaxed (look-arounds dropped, ...) is
+  confirmed with Python on the lines where it hit. One linear pass for RE2 (one alternation of all patterns,
+  then an ``re2.Set`` on each line it stops at), one scan for hyperscan;
+- ``scan(buf, limit)``: (pattern id, end offset) pairs; for hyperscan every match of the bytes form (a
+  superset, end = the match's end), for the others one per matching line and pattern (end = the end of the
+  line, past its newline when it has one); at most ``limit`` pairs;
+- ``kind`` (``hyperscan``, ``re2`` or ``re`` for the pure-Python engine) and ``unprefiltered``: the
+  patterns no engine form can take (a back-reference with no required literal, a pattern that does not
+  compile); their lines are not in the hits, the caller scans for them itself.
+
+Text semantics are those of ASCII bytes: a letter, digit or space outside ASCII is not seen as a word,
+digit or space character by ``\\w``, ``\\d``, ``\\s``, ``\\b`` (hyperscan and RE2 without Unicode mode).
 """
 from __future__ import annotations
 
-import itertools
+import os
 import re
 import threading
 from typing import Iterator
+
+from grpo_debug.tools.errors import InputError
+
+ENGINE_ENV = "GRPO_DEBUG_PREFILTER_ENGINE"
+ENGINES = ("hyperscan", "re2", "python")
+
+
+class PrefilterEngineError(InputError):
+    """``GRPO_DEBUG_PREFILTER_ENGINE`` names an engine that is unknown or not installed."""
+
 
 def _top_level_branches(p: str) -> list[str]:
     out, depth, cur, i = [], 0, "", 0
@@ -32,122 +60,262 @@ def _top_level_branches(p: str) -> list[str]:
     return out + [cur]
 
 
-_NEEDS_RELAX = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?i:|\\u[0-9a-fA-F]{4}")
-
-
 def _relax(p: str) -> str | None:
-    """Drop constructs hyperscan/RE2 reject so the prefilter over-approximates the Python pattern (the exact
-    pattern is re-checked on each kept line): look-around assertions are removed, inline flag groups become
-    plain groups, and top-level alternatives that use back-references are dropped (no safe relaxation)."""
+    """A Python-syntax form of ``p`` for grep-like tools (bench/bench_triage.py translates it to POSIX ERE):
+    look-around assertions removed, inline flag groups made plain groups, top-level alternatives that use
+    back-references dropped; None when every alternative does. The engines use regex_dialect.to_engine."""
     branches = [b for b in _top_level_branches(p) if not re.search(r"\\[1-9]", b)]
     if not branches:
-        return None  # nothing safe to prefilter with: the caller scans every line for this pattern
+        return None
     p = "|".join(branches)
     p = re.sub(r"\(\?<?[=!][^()]*\)", "", p)          # look-ahead / look-behind without nested groups
     return p.replace("(?i:", "(?:")
 
 
-class _Engine:
-    def __init__(self, patterns: list[tuple[str, bool]]):
-        # an inline (?i: group is compiled as a caseless pattern (relaxing drops the inline flag)
-        patterns = [(p, ci or "(?i" in p) for p, ci in patterns]
-        self.patterns = patterns
-        self.kind = "re"
-        self.unprefiltered: list[str] = []
-        self._hs = self._re2 = self._py = None
+def installed_engines() -> list[str]:
+    """The engines this Python can run, fastest first (``python`` always)."""
+    out = []
+    for name, module in (("hyperscan", "hyperscan"), ("re2", "re2")):
         try:
-            self._init_hyperscan()
-            self.kind = "hyperscan"
-            return
+            __import__(module)
+            out.append(name)
         except Exception:  # noqa: BLE001 - not installed or a platform without wheels
             pass
-        try:
-            self._init_re2()
-            self.kind = "re2"
-            return
-        except Exception:  # noqa: BLE001
-            pass
-        self._py = []
-        for i, (p, ci) in enumerate(patterns):
-            try:
-                self._py.append((i, re.compile(p, re.M | (re.I if ci else 0))))
-            except re.error:
-                self.unprefiltered.append(p)
+    return out + ["python"]
 
-    def _init_hyperscan(self) -> None:
+
+def requested_engine() -> str | None:
+    """The engine ``GRPO_DEBUG_PREFILTER_ENGINE`` asks for (None when unset or empty). Raises
+    PrefilterEngineError for a name that is not an engine or an engine that is not installed."""
+    val = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if not val:
+        return None
+    val = {"re": "python", "google-re2": "re2"}.get(val, val)
+    have = installed_engines()
+    if val not in ENGINES:
+        raise PrefilterEngineError(f"{ENGINE_ENV}={os.environ[ENGINE_ENV]!r} is not an engine: use one of "
+                                   f"{', '.join(ENGINES)} (installed: {', '.join(have)})")
+    if val not in have:
+        raise PrefilterEngineError(f"{ENGINE_ENV}={os.environ[ENGINE_ENV]!r} asks for {val}, which is not installed "
+                                   f"here (installed: {', '.join(have)}; pip install 'grpo-debug[fast]' brings "
+                                   "hyperscan on x86-64 and google-re2)")
+    return val
+
+
+def _engine_forms(patterns: list[tuple[str, bool]]):
+    """(id, EngineForm) of the patterns an engine can take, and the patterns none can (see ``unprefiltered``)."""
+    from grpo_debug.tools.engine.prefilter_python import has_backref
+    from grpo_debug.tools.engine.regex_dialect import to_engine
+    from grpo_debug.tools.engine.regex_literals import required_literals
+
+    forms, left = [], []
+    for i, (p, ci) in enumerate(patterns):
+        form = to_engine(p, ci)
+        if form is None or (has_backref(p) and required_literals(p, ci) is None):
+            left.append(p)  # a back-reference with no literal: its superset matches nearly every line
+        else:
+            forms.append((i, form))
+    return forms, left
+
+
+class _Exact:
+    """Confirmation of the relaxed patterns with Python, on the lines where their engine form hit."""
+
+    def __init__(self, patterns: list[tuple[str, bool]], relaxed: set[int]):
+        self.rx = {i: re.compile(patterns[i][0], re.I if patterns[i][1] else 0) for i in relaxed}
+
+    def lines(self, buf: bytes, starts: dict[int, set[int]], limit: int | None) -> tuple[list[int], list[set[int]]]:
+        out_s, out_i = [], []
+        find, n = buf.find, len(buf)
+        for ls in sorted(starts):
+            ids = starts[ls]
+            if self.rx and not self.rx.keys().isdisjoint(ids):
+                le = find(b"\n", ls)
+                line = buf[ls: n if le < 0 else le].decode("utf-8", "replace")
+                ids = {i for i in ids if i not in self.rx or self.rx[i].search(line)}
+            if ids:
+                out_s.append(ls)
+                out_i.append(ids)
+                if limit is not None and len(out_s) >= limit:
+                    break
+        return out_s, out_i
+
+
+class _Hyperscan:
+    kind = "hyperscan"
+
+    def __init__(self, patterns: list[tuple[str, bool]]):
         import hyperscan
 
-        def compile_db(items: list[tuple[int, str, int]]):
+        forms, self.unprefiltered = _engine_forms(patterns)
+        items = [(i, f.pattern, hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if f.caseless else 0))
+                 for i, f in forms]
+
+        def compile_db(its):
             db = hyperscan.Database()
-            db.compile(expressions=[e.encode() for _, e, _ in items], ids=[i for i, _, _ in items],
-                       elements=len(items), flags=[f for _, _, f in items])
+            db.compile(expressions=[e for _, e, _ in its], ids=[i for i, _, _ in its], elements=len(its),
+                       flags=[f for _, _, f in its])
             return db
-
-        items = []
-        for i, (p, ci) in enumerate(self.patterns):
-            q = _relax(p) if _NEEDS_RELAX.search(p) else p
-            if q is None:
-                self.unprefiltered.append(p)
-            else:  # MULTILINE: ^ and $ anchor at every line of the joined buffer
-                items.append((i, q, hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if ci else 0)))
         try:
-            self._hs = compile_db(items)  # the common case: every pattern compiles as it is
-            return
-        except Exception:  # noqa: BLE001 - some pattern needs relaxing: probe them one by one
-            pass
-        ok = []
-        for i, p, f in items:
-            for cand in (c for c in (p, _relax(p)) if c is not None):
+            self._db = compile_db(items)
+        except Exception:  # noqa: BLE001 - one pattern is too large or unsupported: probe them one by one
+            ok = []
+            for it in items:
                 try:
-                    compile_db([(i, cand, f)])
-                    ok.append((i, cand, f))
-                    break
+                    compile_db([it])
+                    ok.append(it)
                 except Exception:  # noqa: BLE001
-                    continue
-            else:
-                self.unprefiltered.append(self.patterns[i][0])  # the original text: callers look it up
-        self._hs = compile_db(ok)
-
-    def _init_re2(self) -> None:
-        import re2
-
-        comp = []
-        for i, (p, ci) in enumerate(self.patterns):
-            for cand in (c for c in (p, _relax(p)) if c is not None):
-                try:
-                    comp.append((i, re2.compile(("(?im)" if ci else "(?m)") + cand)))
-                    break
-                except Exception:  # noqa: BLE001
-                    continue
-            else:
-                self.unprefiltered.append(p)
-        self._re2 = comp
+                    self.unprefiltered.append(patterns[it[0]][0])
+            self._db = compile_db(ok) if ok else None
+        self._exact = _Exact(patterns, {i for i, f in forms if f.relaxed})
 
     def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
-        """(pattern index, match end offset) for every match in ``buf``; at most ``limit`` of them (the scan
-        stops there: a chunk where every line matches costs no more than ``limit`` callbacks)."""
-        if self._hs is not None:
-            hits: list[tuple[int, int]] = []
-
-            def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> bool:
-                hits.append((pid, to))
-                return limit is not None and len(hits) >= limit  # True stops the scan
-            try:
-                self._hs.scan(buf, match_event_handler=on)
-            except Exception as e:  # noqa: BLE001 - hyperscan reports a stopped scan as an error
-                if limit is None or len(hits) < limit:
-                    raise e
+        hits: list[tuple[int, int]] = []
+        if self._db is None:
             return iter(hits)
-        if self._re2 is not None:
-            text = buf.decode("latin-1")  # 1 byte -> 1 char: offsets stay byte offsets
-            it = ((i, m.end()) for i, r in self._re2 for m in r.finditer(text))
-        else:
-            text = buf.decode("latin-1")  # 1 byte -> 1 char: offsets stay byte offsets
-            it = ((i, m.end()) for i, r in self._py for m in r.finditer(text))
-        return it if limit is None else itertools.islice(it, limit)
+
+        def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> bool:
+            hits.append((pid, to))
+            return limit is not None and len(hits) >= limit  # True stops the scan
+        try:
+            self._db.scan(buf, match_event_handler=on)
+        except Exception as e:  # noqa: BLE001 - hyperscan reports a stopped scan as an error
+            if limit is None or len(hits) < limit:
+                raise e
+        return iter(hits)
+
+    def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
+        starts: dict[int, set[int]] = {}
+        if self._db is None:
+            return [], []
+        rfind = buf.rfind
+
+        def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> bool:
+            ls = rfind(b"\n", 0, max(0, to - 1)) + 1 if to else 0
+            got = starts.get(ls)
+            if got is None:
+                starts[ls] = {pid}
+                return limit is not None and len(starts) >= limit  # True stops the scan
+            got.add(pid)
+            return False
+        try:
+            self._db.scan(buf, match_event_handler=on)
+        except Exception as e:  # noqa: BLE001 - hyperscan reports a stopped scan as an error
+            if limit is None or len(starts) < limit:
+                raise e
+        return self._exact.lines(buf, starts, limit)
 
 
-_MATCHERS: dict[tuple[tuple[str, bool], ...], "_Engine"] = {}
+class _RE2:
+    kind = "re2"
+
+    def __init__(self, patterns: list[tuple[str, bool]]):
+        import re2
+
+        forms, self.unprefiltered = _engine_forms(patterns)
+        opts = re2.Options()
+        opts.encoding = re2.Options.Encoding.LATIN1
+        opts.never_capture = True
+        opts.max_mem = 256 * 2**20
+        ok = []
+        for i, f in forms:
+            text = (b"(?i:" if f.caseless else b"(?:") + f.pattern + b")"
+            try:
+                re2.compile(text, opts)
+                ok.append((i, text, f.relaxed))
+            except Exception:  # noqa: BLE001 - a construct RE2 lacks
+                self.unprefiltered.append(patterns[i][0])
+        self._ids = [i for i, _, _ in ok]
+        self._all = re2.compile(b"(?m)" + b"|".join(t for _, t, _ in ok), opts)._regexp if ok else None
+        self._set = re2.Set.SearchSet(opts)
+        for _, text, _ in ok:
+            self._set.Add(text)
+        if ok:
+            self._set.Compile()
+        self._anchor = re2._Anchor.UNANCHORED
+        self._exact = _Exact(patterns, {i for i, _, relaxed in ok if relaxed})
+
+    def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
+        """One pass of the alternation of all patterns; at each line it stops at, the set says which match."""
+        starts: dict[int, set[int]] = {}
+        if self._all is None:
+            return [], []
+        match, anchor, smatch, ids = self._all.Match, self._anchor, self._set._set.Match, self._ids
+        find, rfind, n, pos = buf.find, buf.rfind, len(buf), 0
+        while pos < n:
+            s = match(anchor, buf, pos, n)[0][0]
+            if s < 0:
+                break
+            ls = rfind(b"\n", 0, s) + 1
+            le = find(b"\n", s)
+            le = n if le < 0 else le
+            got = smatch(buf[ls:le])
+            if got:
+                starts[ls] = {ids[k] for k in got}
+                if limit is not None and len(starts) >= limit:
+                    break
+            pos = le + 1
+        return self._exact.lines(buf, starts, limit)
+
+    def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
+        return _scan_from_lines(self, buf, limit)
+
+
+def _scan_from_lines(eng, buf: bytes, limit: int | None) -> Iterator[tuple[int, int]]:
+    """(pattern id, end of the line past its newline) for each matching line and pattern; at most ``limit``."""
+    starts, ids = eng.line_hits(buf, limit)
+    out: list[tuple[int, int]] = []
+    find, n = buf.find, len(buf)
+    for ls, pids in zip(starts, ids):
+        le = find(b"\n", ls)
+        end = n if le < 0 else le + 1
+        out += [(pid, end) for pid in sorted(pids)]
+    return iter(out if limit is None else out[:limit])
+
+
+class _Engine:
+    """The multi-pattern prefilter over (Python regex, caseless) ``patterns`` (module docstring). An inline
+    ``(?i`` makes a pattern caseless. ``kind`` forces an engine (else ``GRPO_DEBUG_PREFILTER_ENGINE``, else the
+    fastest installed one)."""
+
+    def __init__(self, patterns: list[tuple[str, bool]], kind: str | None = None):
+        patterns = [(p, bool(ci) or "(?i" in p) for p, ci in patterns]
+        self.patterns = patterns
+        want = kind or requested_engine()
+        order = [want] if want else installed_engines()
+        self._impl = None
+        for name in order:
+            try:
+                self._impl = self._make(name, patterns)
+                break
+            except ImportError:
+                if name == want:
+                    raise
+        self.kind = self._impl.kind
+        self.unprefiltered: list[str] = list(self._impl.unprefiltered)
+
+    @staticmethod
+    def _make(name: str, patterns: list[tuple[str, bool]]):
+        if name == "hyperscan":
+            return _Hyperscan(patterns)
+        if name == "re2":
+            return _RE2(patterns)
+        from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+        return LiteralEngine(patterns)
+
+    def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
+        """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
+        that match each of them), at most ``limit`` lines (the first ones found). Exact (module docstring)."""
+        return self._impl.line_hits(buf, limit)
+
+    def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
+        """(pattern id, end offset) pairs (module docstring); at most ``limit`` of them."""
+        if isinstance(self._impl, _Hyperscan):
+            return self._impl.scan(buf, limit)
+        return _scan_from_lines(self._impl, buf, limit)
+
+
+_MATCHERS: dict[tuple, _Engine] = {}
 _MATCHERS_LOCK = threading.Lock()  # a hyperscan database has one scratch space: one scan at a time
 
 
@@ -156,29 +324,26 @@ PREFILTER_MIN_BYTES = 256 * 2**10  # below this, compiling a multi-pattern datab
 
 def lines_matching(patterns: list[tuple[str, bool]], texts: list[str],
                    min_bytes: int = PREFILTER_MIN_BYTES) -> dict[int, set[int]]:
-    """Pattern index -> indices of ``texts`` where the (prefilter form of the) pattern matches, in one pass
-    of the fastest engine over the joined texts. Callers confirm each hit with the exact Python pattern;
-    patterns the engine cannot take are absent (the caller then scans those itself), and so is everything
-    when the texts are smaller than ``min_bytes``."""
-    import bisect
-
+    """Pattern index -> indices of ``texts`` where the pattern matches, in one pass of the fastest engine over
+    the joined texts (exact up to the ASCII semantics of the module docstring; callers may confirm). Patterns
+    the engine cannot take are absent (the caller then scans those itself), and so is everything when the texts
+    are smaller than ``min_bytes``."""
     if sum(len(t) for t in texts) < min_bytes:
         return {}
-    key = tuple(patterns)
-    enc = [t.encode("utf-8", "replace") for t in texts]
-    offsets, pos = [], 0
-    for b in enc:
-        offsets.append(pos)
+    enc = [t.encode("utf-8", "replace").replace(b"\n", b" ") for t in texts]
+    index, pos = {}, 0
+    for k, b in enumerate(enc):
+        index[pos] = k
         pos += len(b) + 1
     data = b"\n".join(enc)
+    key = (tuple(patterns), os.environ.get(ENGINE_ENV, ""))
     with _MATCHERS_LOCK:
         eng = _MATCHERS.get(key)
         if eng is None:
             eng = _MATCHERS[key] = _Engine(list(patterns))
-        found = list(eng.scan(data))
+        starts, ids = eng.line_hits(data)
     out: dict[int, set[int]] = {i: set() for i, (p, _) in enumerate(patterns) if p not in eng.unprefiltered}
-    for pid, end in found:
-        out.setdefault(pid, set()).add(bisect.bisect_right(offsets, max(0, end - 1)) - 1)
+    for ls, pids in zip(starts, ids):
+        for pid in pids:
+            out.setdefault(pid, set()).add(index[ls])
     return out
-
-

@@ -1,0 +1,227 @@
+"""The pure-Python multi-pattern prefilter (neither hyperscan nor google-re2 installed): required literals found
+with C-speed searches over a whole chunk, the real patterns run only on the lines that hold one.
+
+Each pattern gets a cover (regex_literals.py): literals of which every match contains one. The chunk is
+translated once (``bytes.translate``, C speed) into the prefilter alphabet (regex_literals.ALPHABET: ASCII
+lowercase, digits as ``0``, blanks as a space, every rare byte as one marker byte), so caseless and
+case-sensitive literals are searched alike (a wrong-case hit is dropped when its line is confirmed) and all
+literals with a rare byte share that byte. Then the literals are searched with few passes of ``re``, whose
+one-byte literal prefix is found at memchr speed:
+
+- pivot passes: a pivot byte followed by a trie of what comes after it in each literal it stands for
+  (``c(?:eed()|uda()|...)``). Pivots are picked greedily, the marker first, each one only if it saves passes
+  (``_pick_pivots``: a pass costs ~0.45 ns a byte, each occurrence of the pivot ~15 ns);
+- plain passes, one per literal no pivot takes (short literals of common bytes: ``nan``, ``tp0``); a
+  literal that contains a shorter one is dropped first (the shorter one's hits include its own);
+- a pattern without a cover is run over the whole chunk (``re.finditer``, listed in ``full``); one whose only
+  way is a back-reference with no literal (``(\\w+)(?:\\s+\\1){8,}``) is listed in ``unprefiltered`` instead
+  (a whole-chunk scan for it costs ~60 ns a byte), and the caller scans for it itself.
+
+Every hit is mapped to its line; each candidate line is confirmed with the exact Python patterns of the
+literals it holds (the line decoded as UTF-8, as callers see it). So ``line_hits`` is exact: the lines where
+a pattern matches, with every pattern that matches each of them.
+"""
+from __future__ import annotations
+
+import re
+
+from grpo_debug.tools.engine.regex_literals import ALPHABET, byte_freq, required_literals, selectivity
+
+_TAIL = 8            # bytes after the pivot kept in an anchor
+_MIN_TAIL = 3        # at least this many
+_STRONG = 5e-6       # an anchor expected at most this often per byte of text is selective enough for a pivot
+_FOLD = 1e-6        # a literal is folded into a shorter one it holds only when that one is this rare
+_PASS_NS = 0.45      # cost of one pass of a literal search, ns per byte
+_ATTEMPT_NS = 15.0   # cost of one occurrence of a pivot byte (the trie is tried there), ns
+
+
+def has_backref(p: str) -> bool:
+    """Whether a Python regex uses a back-reference (``\\1``, ``(?P=name)``)."""
+    return bool(re.search(r"\\[1-9]|\(\?P=", p))
+
+
+def _lits_below(node: dict) -> set[bytes]:
+    out = set(node.get(None, ()))
+    for k, sub in node.items():
+        if k is not None:
+            out |= _lits_below(sub)
+    return out
+
+
+class _Trie:
+    """A pivot's regex: the pivot byte, then a trie of anchor tails; every tail ends in an empty capture group
+    whose number says which literals the hit stands for. A tail that extends a shorter one is folded into it
+    (the shorter one's hits include the longer one's)."""
+
+    def __init__(self) -> None:
+        self.root: dict = {}
+
+    def add(self, tail: bytes, lit: bytes) -> None:
+        node = self.root
+        for b in tail:
+            if None in node:
+                break  # a shorter tail ends here: fold into it
+            node = node.setdefault(b, {})
+        else:
+            below = _lits_below(node)
+            node.clear()  # longer tails below are folded into this one
+            node[None] = below
+        node.setdefault(None, set()).add(lit)
+
+    def compile(self, pivot: int) -> tuple[re.Pattern, list[set[bytes]]]:
+        """(the regex, group number -> the literals its hit stands for)."""
+        groups: list[set[bytes]] = [set()]
+
+        def emit(node: dict) -> bytes:
+            if None in node:
+                groups.append(_lits_below(node))
+                return b"()"
+            keys = sorted((k for k in node if k is not None), key=lambda k: -byte_freq(k))
+            alts = [re.escape(bytes([k])) + emit(node[k]) for k in keys]
+            return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
+
+        return re.compile(re.escape(bytes([pivot])) + emit(self.root)), groups
+
+
+def _options(lit: bytes) -> dict[int, tuple[float, int]]:
+    """pivot byte -> (expected occurrences per byte, position) of the most selective anchor of ``lit`` there."""
+    out: dict[int, tuple[float, int]] = {}
+    for k in range(len(lit) - _MIN_TAIL):
+        e = selectivity(lit[k: k + 1 + _TAIL])
+        if e <= _STRONG and (lit[k] not in out or e < out[lit[k]][0]):
+            out[lit[k]] = (e, k)
+    return out
+
+
+def _pick_pivots(lits: list[bytes]) -> tuple[dict[int, list[tuple[bytes, int]]], list[bytes]]:
+    """(pivot -> its (literal, position) anchors, the literals left to plain passes). Greedy: the pivot that
+    saves the most per cost, while it saves more than it costs (a plain pass per literal otherwise)."""
+    opts = {lit: _options(lit) for lit in lits}
+    left = {lit for lit in lits if opts[lit]}
+    pivots: dict[int, list[tuple[bytes, int]]] = {}
+    while left:
+        count: dict[int, int] = {}
+        for lit in left:
+            for c in opts[lit]:
+                count[c] = count.get(c, 0) + 1
+        cost = {c: _PASS_NS + byte_freq(c) * _ATTEMPT_NS for c in count}
+        c = max(count, key=lambda c: count[c] * _PASS_NS - cost[c])
+        if count[c] * _PASS_NS <= cost[c]:
+            break
+        pivots[c] = [(lit, opts[lit][c][1]) for lit in left if c in opts[lit]]
+        left -= {lit for lit, _ in pivots[c]}
+    taken = {lit for v in pivots.values() for lit, _ in v}
+    return pivots, [lit for lit in lits if lit not in taken]
+
+
+class LiteralEngine:
+    """The pure-Python engine (module docstring). ``patterns``: (Python regex, caseless) pairs."""
+
+    kind = "re"
+
+    def __init__(self, patterns: list[tuple[str, bool]]):
+        self.patterns = patterns
+        self.unprefiltered: list[str] = []
+        self.full: list[int] = []  # pattern ids run over the whole chunk (no cover)
+        self._rx: dict[int, re.Pattern] = {}
+        lit_pids: dict[tuple[bytes, bool], set[int]] = {}
+        for i, (p, ci) in enumerate(patterns):
+            try:
+                self._rx[i] = re.compile(p, re.I if ci else 0)
+            except re.error:
+                self.unprefiltered.append(p)
+                continue
+            cover = required_literals(p, ci)
+            if cover is None and has_backref(p):
+                self.unprefiltered.append(p)
+            elif cover is None:
+                self.full.append(i)
+            for lit, _ci, word_end in cover or ():
+                lit_pids.setdefault((lit.translate(ALPHABET), word_end), set()).add(i)
+        self._full_rx = {i: re.compile(patterns[i][0], re.M | (re.I if patterns[i][1] else 0)) for i in self.full}
+        self._build(lit_pids)
+
+    def _build(self, lit_pids: dict[tuple[bytes, bool], set[int]]) -> None:
+        """The pivot passes and the plain passes, each hit mapped to the pattern ids it stands for."""
+        kept: list[tuple[bytes, bool]] = []
+        stands: dict[tuple[bytes, bool], set[int]] = {}
+        for key in sorted(lit_pids, key=lambda k: (len(k[0]), k[1])):  # a literal holding a shorter one: folded
+            into = next((q for q in kept if q[0] in key[0] and not q[1] and selectivity(q[0]) <= _FOLD), None)
+            if into is None:
+                kept.append(key)
+                stands[key] = set(lit_pids[key])
+            else:
+                stands[into] |= lit_pids[key]
+        pivots, plain_texts = _pick_pivots([k[0] for k in kept if not k[1]])
+        plain = [(t, False) for t in plain_texts] + [k for k in kept if k[1]]
+        self._passes: list[tuple[re.Pattern, list | None, set[int]]] = []
+        for c, anchors in sorted(pivots.items(), key=lambda kv: byte_freq(kv[0])):
+            trie = _Trie()
+            for lit, k in anchors:
+                trie.add(lit[k + 1: k + 1 + _TAIL], lit)
+            rx, groups = trie.compile(c)
+            self._passes.append((rx, [[(lt, stands[(lt, False)]) for lt in sorted(g)] for g in groups], set()))
+        for key in sorted(plain):
+            tail = rb"(?![0-9a-z_])" if key[1] else b""  # the next byte is not a word byte (a ``\b`` after it)
+            self._passes.append((re.compile(re.escape(key[0]) + tail), None, stands[key]))
+
+    def _candidates(self, buf: bytes, t: bytes) -> dict[int, set[int]]:
+        """Line start -> ids of the patterns whose literals the line holds (before confirmation). A pivot hit
+        stands for the literals of its trie leaf; each is looked for in the hit's line (``bytes.find``)."""
+        cand: dict[int, set[int]] = {}
+        find, rfind, tfind, n = buf.find, buf.rfind, t.find, len(buf)
+        for rx, leaf, pids in self._passes:
+            search, pos, ls, le = rx.search, 0, -1, -1
+            while (m := search(t, pos)) is not None:
+                s = m.start()
+                if s >= le:
+                    ls = rfind(b"\n", 0, s) + 1
+                    le = find(b"\n", s)
+                    le = n if le < 0 else le
+                if leaf is None:
+                    got = pids
+                    pos = le + 1
+                else:
+                    pos = s + 1
+                    got = set()
+                    for lit, lp in leaf[m.lastindex]:
+                        if tfind(lit, ls, le) >= 0:
+                            got |= lp
+                    if not got:
+                        continue
+                cur = cand.get(ls)
+                if cur is None:
+                    cand[ls] = set(got)
+                else:
+                    cur |= got
+        return cand
+
+    def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
+        """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
+        matching each line); at most ``limit`` lines (the first ones)."""
+        cand = self._candidates(buf, buf.translate(ALPHABET))
+        text = buf.decode("ascii") if buf.isascii() else None
+        if self.full:
+            src = text if text is not None else buf.decode("latin-1")  # 1 byte -> 1 char: offsets are bytes
+            for i, rx in self._full_rx.items():
+                for m in rx.finditer(src):
+                    cand.setdefault(buf.rfind(b"\n", 0, m.start()) + 1, set()).add(i)
+        find, n, rxs = buf.find, len(buf), self._rx
+        starts: list[int] = []
+        ids: list[set[int]] = []
+        for ls in sorted(cand):
+            le = find(b"\n", ls)
+            line = text[ls: n if le < 0 else le] if text is not None else buf[ls: n if le < 0 else le].decode("utf-8", "replace")
+            got = {i for i in cand[ls] if rxs[i].search(line)}
+            if got:
+                starts.append(ls)
+                ids.append(got)
+                if limit is not None and len(starts) >= limit:
+                    break
+        return starts, ids
+
+    def stats(self) -> dict:
+        """What the engine searches for (benchmarks, tests): pivot passes, plain literals, whole-chunk patterns."""
+        return {"pivot_passes": [rx.pattern[:1] for rx, leaf, _ in self._passes if leaf is not None],
+                "plain_literals": [rx.pattern for rx, leaf, _ in self._passes if leaf is None],
+                "full_scan": [self.patterns[i][0] for i in self.full], "unprefiltered": list(self.unprefiltered)}
