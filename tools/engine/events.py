@@ -52,8 +52,10 @@ EVENT_PATTERNS: dict[str, str] = {
     "segfault": r"Segmentation fault|SIGSEGV|Signal: 11\b|Fatal Python error: Segmentation",
     "job_failed": r"Job '[^']+' failed|Job entrypoint command failed",
     # not errors, but markers that rules combine with a silent stop (collective_hang)
+    # update_weights as a metric key (verl's ``timing_s/update_weights:1.2``, on every step line) is a timing,
+    # not a weight-sync message: a key followed by its value is left out
     "weight_sync": r"(?i:init(?:ialize|ializing)? (?:the )?process group for .*weight|weight[ _-]?sync|"
-                   r"update_weights?\b|init_weight_update_group|broadcast(?:ing)? weights)",
+                   r"update_weights?\b(?![\"']?\s*[:=]\s*[-+\d.])|init_weight_update_group|broadcast(?:ing)? weights)",
     "hang_note": r"(?i:^#.*(?:no (?:further )?(?:output|progress|log)|hangs?\b|hung\b|stuck|frozen|freezes))",
 }
 _COMPILED = {k: re.compile(v) for k, v in EVENT_PATTERNS.items()}
