@@ -194,16 +194,18 @@ class _Hyperscan:
             ls = rfind(b"\n", 0, max(0, to - 1)) + 1 if to else 0
             got = starts.get(ls)
             if got is None:
+                if limit is not None and len(starts) >= limit:
+                    return True  # a line past the limit: stop (True stops the scan); hits come in end order
                 starts[ls] = {pid}
-                return limit is not None and len(starts) >= limit  # True stops the scan
-            got.add(pid)
+            else:
+                got.add(pid)
             return False
         try:
             self._db.scan(buf, match_event_handler=on)
         except Exception as e:  # noqa: BLE001 - hyperscan reports a stopped scan as an error
             if limit is None or len(starts) < limit:
                 raise e
-        return self._exact.lines(buf, starts, limit)
+        return self._exact.lines(buf, starts, None)
 
 
 class _RE2:

@@ -1,0 +1,201 @@
+"""The multi-pattern prefilter (tools/engine/prefilter.py): every installed engine gives exactly the lines a
+plain Python ``re.search`` per line gives, on routine chatter (tests/data/chatter/), the corpus cases and the
+bundled example logs; required literals never miss a match; no marker or event pattern matches chatter;
+``GRPO_DEBUG_PREFILTER_ENGINE`` forces an engine or says what is installed."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from grpo_debug.tools.engine import prefilter
+from grpo_debug.tools.engine.prefilter import ENGINE_ENV, PrefilterEngineError, _Engine, installed_engines
+
+ROOT = Path(__file__).resolve().parents[1]
+CHATTER = sorted((ROOT / "tests" / "data" / "chatter").glob("*.log"))
+
+
+def _patterns() -> list[tuple[str, bool]]:
+    """What large-log streaming scans for: markers, event patterns, every rule regex."""
+    from grpo_debug.skills.loader import default_rules
+    from grpo_debug.tools.engine.large_logs import build_patterns
+    from grpo_debug.tools.triage import rule_patterns
+
+    return [(p, bool(ci) or "(?i" in p) for p, ci in build_patterns([p for p, _ in rule_patterns(default_rules())])]
+
+
+def _corpus_lines() -> list[str]:
+    """Real lines: chatter, the corpus cases' inputs, the bundled example logs, every rule example."""
+    from grpo_debug.skills.loader import default_rules
+
+    files = CHATTER + sorted((ROOT / "tests" / "data" / "corpus" / "cases").glob("*/input*"))
+    files += sorted((ROOT / "tools" / "examples").glob("*.log"))
+    out: list[str] = []
+    for f in files:
+        out += f.read_bytes().decode("utf-8", "replace").splitlines()
+    out += [ln for r in default_rules() for ex in r.examples for ln in ex.input.splitlines()]
+    return [ln for ln in out if "\r" not in ln]
+
+
+def _reference(patterns, lines) -> dict[int, frozenset[int]]:
+    out = {}
+    rxs = [re.compile(p, re.I if ci else 0) for p, ci in patterns]
+    for k, ln in enumerate(lines):
+        ids = frozenset(i for i, rx in enumerate(rxs) if rx.search(ln))
+        if ids:
+            out[k] = ids
+    return out
+
+
+def _engine_lines(eng: _Engine, lines: list[str]) -> dict[int, frozenset[int]]:
+    data = "\n".join(lines).encode("utf-8")
+    index, pos = {}, 0
+    for k, ln in enumerate(lines):
+        index[pos] = k
+        pos += len(ln.encode("utf-8")) + 1
+    starts, ids = eng.line_hits(data)
+    assert starts == sorted(starts)
+    return {index[s]: frozenset(i) for s, i in zip(starts, ids)}
+
+
+@pytest.mark.parametrize("kind", installed_engines())
+def test_engine_lines_equal_python_re_on_real_lines(kind):
+    """Same lines, same pattern ids per line, as re.search line by line (patterns the engine lists as
+    unprefiltered aside)."""
+    pats = _patterns()
+    lines = _corpus_lines()
+    eng = _Engine(pats, kind=kind)
+    skip = {i for i, (p, _) in enumerate(pats) if p in eng.unprefiltered}
+    want = {k: v - skip for k, v in _reference(pats, lines).items() if v - skip}
+    got = _engine_lines(eng, lines)
+    assert len(want) > 200
+    diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
+    assert not diff, [(lines[k][:120], w, g) for k, (w, g) in list(diff.items())[:5]]
+
+
+@pytest.mark.parametrize("kind", installed_engines())
+def test_engine_handles_ascii_edge_cases(kind):
+    """Caseless inline groups, anchors at every line, a non-ASCII literal, the line without a final newline,
+    a look-behind (relaxed by hyperscan/RE2, confirmed by Python), NUL bytes."""
+    pats = [(r"(?i:loss is nan)", False), (r"^#.*hangs?\b", False), (r"^\s*•\s", False), (r"(?<!x)Error: bad", False),
+            (r"\bTP\d+\]", True), (r"step:\s*\d", False)]
+    lines = ["LOSS IS NaN at 5", "  # hangs here", "# it hangs", "  • item", "xError: bad", " Error: bad",
+             "a\x00b TP12] tp3]", "[2025 tp0] decode", "no match here", "step: 7"]
+    eng = _Engine(pats, kind=kind)
+    assert _engine_lines(eng, lines) == _reference(pats, lines)
+
+
+@pytest.mark.parametrize("kind", installed_engines())
+def test_limit_and_scan(kind):
+    eng = _Engine([("step:", False), ("nan", False)], kind=kind)
+    buf = b"".join(b"step:%d nan\n" % i for i in range(50))
+    starts, ids = eng.line_hits(buf, limit=7)
+    assert len(starts) == 7 and all(i == {0, 1} for i in ids)
+    hits = list(eng.scan(buf))
+    assert {buf.rfind(b"\n", 0, end - 1) + 1 for _, end in hits} == set(eng.line_hits(buf)[0])
+    assert len(list(eng.scan(buf, limit=5))) == 5
+
+
+def test_required_literals_never_miss_a_match():
+    """Soundness of the covers: wherever a pattern matches a real line, one of its literals is in the line
+    (in the prefilter alphabet), and a word_end literal is not followed by a word byte there."""
+    from grpo_debug.tools.engine.regex_literals import ALPHABET, required_literals
+
+    pats = _patterns()
+    lines = _corpus_lines()
+    tlines = [ln.encode("utf-8").translate(ALPHABET) for ln in lines]
+    covered = 0
+    for p, ci in pats:
+        cover = required_literals(p, ci)
+        if cover is None:
+            continue
+        covered += 1
+        lits = [(lit.translate(ALPHABET), word_end) for lit, _, word_end in cover]
+        rx = re.compile(p, re.I if ci else 0)
+        for ln, t in zip(lines, tlines):
+            if rx.search(ln):
+                assert any(re.search(re.escape(lit) + (rb"(?![0-9a-z_])" if we else b""), t) for lit, we in lits), (p, ln)
+    assert covered >= len(pats) - 2
+
+
+def test_patterns_without_literal_are_scanned_or_listed():
+    """A pattern with no required literal is run over the whole chunk by the Python engine; one whose only way
+    is a back-reference is listed as unprefiltered by every engine (never dropped silently)."""
+    pats = [(r"[a-z]+=[a-z]+", False), (r"(\b\w+\b)(?:\s+\1){3,}", False), (r"grad_norm", False)]
+    lines = ["mode foo=bar here", "the the the the end", "grad_norm: 1"]
+    for kind in installed_engines():
+        eng = _Engine(pats, kind=kind)
+        assert eng.unprefiltered == [pats[1][0]], kind
+        got = _engine_lines(eng, lines)
+        assert got == {0: {0}, 2: {2}}, kind
+    from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+    assert LiteralEngine(pats).stats()["full_scan"] == [pats[0][0]]
+
+
+def test_no_marker_or_event_pattern_matches_chatter():
+    """Routine chatter (SGLang/vLLM stats and access lines, Ray prefixes, tqdm, weight loading, FutureWarnings)
+    passes no metric marker, base marker or event pattern."""
+    from grpo_debug.tools.engine.events import EVENT_PATTERNS
+    from grpo_debug.tools.engine.large_logs import BASE_MARKERS, METRIC_MARKERS
+
+    assert len(CHATTER) >= 5
+    pats = BASE_MARKERS + METRIC_MARKERS + list(EVENT_PATTERNS.values())
+    lines = [ln for f in CHATTER for ln in f.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) > 50
+    hits = [(p, ln) for ln in lines for p in pats if re.search(p, ln)]
+    assert not hits, hits[:3]
+
+
+def test_real_event_lines_still_match():
+    """Event lines from the frameworks' own messages keep matching their kinds (the chatter fixes narrowed
+    nothing a real event needs)."""
+    from grpo_debug.tools.engine.events import EVENT_PATTERNS
+
+    real = {
+        "weight_sync": ["(ActorModelRayActor pid=20980) init process group for vllm weight sync: master=10.0.0.7:29511",
+                        "httpx.ReadTimeout on update_weights", 'INFO:     10.0.0.1:1 - "POST /update_weights HTTP/1.1" 200 OK'],
+        "nan_reported": ["WARN: rank 0 grad_norm is not finite: nan"],
+        "nccl_timeout": ["[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) "
+                         "ran for 600036 milliseconds before timing out."],
+        "engine_crash": ["[2025-03-29 18:56:25 TP0] Scheduler hit an exception: Traceback (most recent call last):"],
+        "cuda_oom": ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."],
+    }
+    for kind, lines in real.items():
+        for ln in lines:
+            assert re.search(EVENT_PATTERNS[kind], ln), (kind, ln)
+    assert not re.search(EVENT_PATTERNS["weight_sync"], "step:3 - timing_s/update_weights:1.234 - actor/lr:1e-06")
+
+
+def test_env_var_forces_an_engine_or_says_what_is_installed(monkeypatch):
+    monkeypatch.setenv(ENGINE_ENV, "python")
+    assert _Engine([("step:", False)]).kind == "re"
+    monkeypatch.setenv(ENGINE_ENV, "pcre")
+    with pytest.raises(PrefilterEngineError, match=ENGINE_ENV + ".*not an engine.*installed: .*python"):
+        _Engine([("step:", False)])
+    monkeypatch.setenv(ENGINE_ENV, "hyperscan")
+    monkeypatch.setattr(prefilter, "installed_engines", lambda: ["python"])
+    with pytest.raises(PrefilterEngineError, match=ENGINE_ENV + ".*hyperscan.*not installed.*installed: python"):
+        _Engine([("step:", False)])
+    monkeypatch.delenv(ENGINE_ENV)
+    assert _Engine([("step:", False)]).kind == "re"
+
+
+def test_engine_forms_match_wherever_python_does():
+    """regex_dialect: each pattern's bytes form (as RE2 runs it) matches every real line the Python pattern
+    matches (a superset; relaxed forms are confirmed by the engine)."""
+    re2 = pytest.importorskip("re2")
+    from grpo_debug.tools.engine.regex_dialect import to_engine
+
+    opts = re2.Options()
+    opts.encoding = re2.Options.Encoding.LATIN1
+    lines = _corpus_lines()
+    for p, ci in _patterns():
+        form = to_engine(p, ci)
+        if form is None:
+            continue
+        rx2 = re2.compile((b"(?i:" if form.caseless else b"(?:") + form.pattern + b")", opts)
+        rx = re.compile(p, re.I if ci else 0)
+        for ln in lines:
+            if rx.search(ln):
+                assert rx2.search(ln.encode("utf-8")), (p, ln)
