@@ -27,12 +27,15 @@ import re
 
 from grpo_debug.tools.engine.regex_literals import ALPHABET, byte_freq, required_literals, selectivity
 
-_TAIL = 8            # bytes after the pivot kept in an anchor
+_TAIL = 12           # bytes after the pivot kept in an anchor
 _MIN_TAIL = 3        # at least this many
 _STRONG = 5e-6       # an anchor expected at most this often per byte of text is selective enough for a pivot
 _FOLD = 1e-6        # a literal is folded into a shorter one it holds only when that one is this rare
 _PASS_NS = 0.45      # cost of one pass of a literal search, ns per byte
-_ATTEMPT_NS = 15.0   # cost of one occurrence of a pivot byte (the trie is tried there), ns
+_ATTEMPT_NS = 8.0    # cost of one occurrence of a pivot byte (the trie is tried there), ns ...
+_PER_ANCHOR_NS = 1.5  # ... plus this per anchor in its trie (re tries the alternatives one by one)
+_HINT = 24            # a confirmation first searches from this many bytes before the line's first hit
+_WORD_END = rb"(?![0-9a-z_])"  # in the prefilter alphabet: the next byte is not a word byte
 
 
 def has_backref(p: str) -> bool:
@@ -40,7 +43,7 @@ def has_backref(p: str) -> bool:
     return bool(re.search(r"\\[1-9]|\(\?P=", p))
 
 
-def _lits_below(node: dict) -> set[bytes]:
+def _lits_below(node: dict) -> set:
     out = set(node.get(None, ()))
     for k, sub in node.items():
         if k is not None:
@@ -56,7 +59,7 @@ class _Trie:
     def __init__(self) -> None:
         self.root: dict = {}
 
-    def add(self, tail: bytes, lit: bytes) -> None:
+    def add(self, tail: bytes, lit) -> None:
         node = self.root
         for b in tail:
             if None in node:
@@ -68,9 +71,9 @@ class _Trie:
             node[None] = below
         node.setdefault(None, set()).add(lit)
 
-    def compile(self, pivot: int) -> tuple[re.Pattern, list[set[bytes]]]:
+    def compile(self, pivot: int) -> tuple[re.Pattern, list[set]]:
         """(the regex, group number -> the literals its hit stands for)."""
-        groups: list[set[bytes]] = [set()]
+        groups: list[set] = [set()]
 
         def emit(node: dict) -> bytes:
             if None in node:
@@ -93,25 +96,41 @@ def _options(lit: bytes) -> dict[int, tuple[float, int]]:
     return out
 
 
-def _pick_pivots(lits: list[bytes]) -> tuple[dict[int, list[tuple[bytes, int]]], list[bytes]]:
-    """(pivot -> its (literal, position) anchors, the literals left to plain passes). Greedy: the pivot that
-    saves the most per cost, while it saves more than it costs (a plain pass per literal otherwise)."""
-    opts = {lit: _options(lit) for lit in lits}
-    left = {lit for lit in lits if opts[lit]}
-    pivots: dict[int, list[tuple[bytes, int]]] = {}
+def _pick_pivots(keys: list[tuple[bytes, bool]]) -> tuple[dict[int, list[tuple[tuple[bytes, bool], int]]], list]:
+    """(pivot -> its (literal key, position) anchors, the literal keys left to plain passes). Greedy: the pivot
+    that saves the most (plain passes it replaces, less its own pass and the trie tried at each occurrence of
+    its byte), while it saves anything."""
+    opts = {key: _options(key[0]) for key in keys}
+    left = {key for key in keys if opts[key]}
+    pivots: dict[int, list[tuple[tuple[bytes, bool], int]]] = {}
     while left:
         count: dict[int, int] = {}
-        for lit in left:
-            for c in opts[lit]:
+        for key in left:
+            for c in opts[key]:
                 count[c] = count.get(c, 0) + 1
-        cost = {c: _PASS_NS + byte_freq(c) * _ATTEMPT_NS for c in count}
-        c = max(count, key=lambda c: count[c] * _PASS_NS - cost[c])
-        if count[c] * _PASS_NS <= cost[c]:
+
+        def gain(c: int) -> float:
+            return count[c] * _PASS_NS - _PASS_NS - byte_freq(c) * (_ATTEMPT_NS + _PER_ANCHOR_NS * count[c])
+        c = max(count, key=gain)
+        if gain(c) <= 0:
             break
-        pivots[c] = [(lit, opts[lit][c][1]) for lit in left if c in opts[lit]]
-        left -= {lit for lit, _ in pivots[c]}
-    taken = {lit for v in pivots.values() for lit, _ in v}
-    return pivots, [lit for lit in lits if lit not in taken]
+        pivots[c] = [(key, opts[key][c][1]) for key in left if c in opts[key]]
+        left -= {key for key, _ in pivots[c]}
+    taken = {key for v in pivots.values() for key, _ in v}
+    return pivots, [key for key in keys if key not in taken]
+
+
+def _holds(big: tuple[bytes, bool], small: tuple[bytes, bool]) -> bool:
+    """Whether every occurrence of literal ``big`` contains an occurrence of literal ``small`` (with its
+    word_end: the byte after it in ``big`` is not a word byte, or it ends ``big`` and ``big`` has word_end)."""
+    text, at = big[0], big[0].find(small[0])
+    while at >= 0:
+        end = at + len(small[0])
+        if not small[1] or (end < len(text) and not re.match(_WORD_END, text[end:end + 1])) or \
+                (end == len(text) and big[1]):
+            return True
+        at = text.find(small[0], at + 1)
+    return False
 
 
 class LiteralEngine:
@@ -146,29 +165,30 @@ class LiteralEngine:
         kept: list[tuple[bytes, bool]] = []
         stands: dict[tuple[bytes, bool], set[int]] = {}
         for key in sorted(lit_pids, key=lambda k: (len(k[0]), k[1])):  # a literal holding a shorter one: folded
-            into = next((q for q in kept if q[0] in key[0] and not q[1] and selectivity(q[0]) <= _FOLD), None)
+            into = next((q for q in kept if selectivity(q[0]) <= _FOLD and _holds(key, q)), None)
             if into is None:
                 kept.append(key)
                 stands[key] = set(lit_pids[key])
             else:
                 stands[into] |= lit_pids[key]
-        pivots, plain_texts = _pick_pivots([k[0] for k in kept if not k[1]])
-        plain = [(t, False) for t in plain_texts] + [k for k in kept if k[1]]
+        pivots, plain = _pick_pivots(kept)
         self._passes: list[tuple[re.Pattern, list | None, set[int]]] = []
         for c, anchors in sorted(pivots.items(), key=lambda kv: byte_freq(kv[0])):
             trie = _Trie()
-            for lit, k in anchors:
-                trie.add(lit[k + 1: k + 1 + _TAIL], lit)
+            for key, k in anchors:
+                trie.add(key[0][k + 1: k + 1 + _TAIL], key)
             rx, groups = trie.compile(c)
-            self._passes.append((rx, [[(lt, stands[(lt, False)]) for lt in sorted(g)] for g in groups], set()))
+            leaves = [[(re.compile(re.escape(key[0]) + _WORD_END).search if key[1] else None, key[0], stands[key])
+                       for key in sorted(g)] for g in groups]
+            self._passes.append((rx, leaves, set()))
         for key in sorted(plain):
-            tail = rb"(?![0-9a-z_])" if key[1] else b""  # the next byte is not a word byte (a ``\b`` after it)
-            self._passes.append((re.compile(re.escape(key[0]) + tail), None, stands[key]))
+            self._passes.append((re.compile(re.escape(key[0]) + (_WORD_END if key[1] else b"")), None, stands[key]))
 
-    def _candidates(self, buf: bytes, t: bytes) -> dict[int, set[int]]:
-        """Line start -> ids of the patterns whose literals the line holds (before confirmation). A pivot hit
-        stands for the literals of its trie leaf; each is looked for in the hit's line (``bytes.find``)."""
-        cand: dict[int, set[int]] = {}
+    def _candidates(self, buf: bytes, t: bytes) -> dict[int, dict[int, int]]:
+        """Line start -> {id of a pattern whose literal the line holds: offset of the first such hit} (before
+        confirmation). A pivot hit stands for the literals of its trie leaf; each is looked for in the hit's
+        line (``bytes.find``)."""
+        cand: dict[int, dict[int, int]] = {}
         find, rfind, tfind, n = buf.find, buf.rfind, t.find, len(buf)
         for rx, leaf, pids in self._passes:
             search, pos, ls, le = rx.search, 0, -1, -1
@@ -184,35 +204,44 @@ class LiteralEngine:
                 else:
                     pos = s + 1
                     got = set()
-                    for lit, lp in leaf[m.lastindex]:
-                        if tfind(lit, ls, le) >= 0:
+                    for wsearch, lit, lp in leaf[m.lastindex]:
+                        if (tfind(lit, ls, le) >= 0) if wsearch is None else (wsearch(t, ls, le) is not None):
                             got |= lp
                     if not got:
                         continue
                 cur = cand.get(ls)
                 if cur is None:
-                    cand[ls] = set(got)
+                    cand[ls] = dict.fromkeys(got, s)
                 else:
-                    cur |= got
+                    for i in got:
+                        if cur.get(i, n) > s:
+                            cur[i] = s
         return cand
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
         """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
-        matching each line); at most ``limit`` lines (the first ones)."""
+        matching each line); at most ``limit`` lines (the first ones). Each candidate pattern is first tried
+        from a little before the line's first literal hit (a match found there is a match of the line: ``^``
+        and ``\\A`` cannot match past the line start), then over the whole line."""
         cand = self._candidates(buf, buf.translate(ALPHABET))
         text = buf.decode("ascii") if buf.isascii() else None
         if self.full:
             src = text if text is not None else buf.decode("latin-1")  # 1 byte -> 1 char: offsets are bytes
             for i, rx in self._full_rx.items():
                 for m in rx.finditer(src):
-                    cand.setdefault(buf.rfind(b"\n", 0, m.start()) + 1, set()).add(i)
+                    cand.setdefault(buf.rfind(b"\n", 0, m.start()) + 1, {}).setdefault(i, m.start())
         find, n, rxs = buf.find, len(buf), self._rx
         starts: list[int] = []
         ids: list[set[int]] = []
         for ls in sorted(cand):
+            hints = cand[ls]
             le = find(b"\n", ls)
-            line = text[ls: n if le < 0 else le] if text is not None else buf[ls: n if le < 0 else le].decode("utf-8", "replace")
-            got = {i for i in cand[ls] if rxs[i].search(line)}
+            raw = buf[ls: n if le < 0 else le]
+            if text is not None or raw.isascii():  # byte offsets are character offsets
+                line, shift = raw.decode("ascii"), ls + _HINT
+            else:
+                line, shift = raw.decode("utf-8", "replace"), n
+            got = {i for i, h in hints.items() if (h > shift and rxs[i].search(line, h - shift)) or rxs[i].search(line)}
             if got:
                 starts.append(ls)
                 ids.append(got)
