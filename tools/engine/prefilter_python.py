@@ -33,7 +33,7 @@ _STRONG = 5e-6       # an anchor expected at most this often per byte of text is
 _FOLD = 1e-6        # a literal is folded into a shorter one it holds only when that one is this rare
 _PASS_NS = 0.45      # cost of one pass of a literal search, ns per byte
 _ATTEMPT_NS = 8.0    # cost of one occurrence of a pivot byte (the trie is tried there), ns ...
-_PER_ANCHOR_NS = 1.5  # ... plus this per anchor in its trie (re tries the alternatives one by one)
+_PER_ANCHOR_NS = 3.0  # ... plus this per anchor in its trie (re tries the alternatives one by one)
 _HINT = 24            # a confirmation first searches from this many bytes before the line's first hit
 _WORD_END = rb"(?![0-9a-z_])"  # in the prefilter alphabet: the next byte is not a word byte
 
@@ -98,8 +98,8 @@ def _options(lit: bytes) -> dict[int, tuple[float, int]]:
 
 def _pick_pivots(keys: list[tuple[bytes, bool]]) -> tuple[dict[int, list[tuple[tuple[bytes, bool], int]]], list]:
     """(pivot -> its (literal key, position) anchors, the literal keys left to plain passes). Greedy: the pivot
-    that saves the most (plain passes it replaces, less its own pass and the trie tried at each occurrence of
-    its byte), while it saves anything."""
+    whose pass (a literal search plus the trie tried at each occurrence of its byte) saves the most plain
+    passes (one per literal it takes), while it saves any."""
     opts = {key: _options(key[0]) for key in keys}
     left = {key for key in keys if opts[key]}
     pivots: dict[int, list[tuple[tuple[bytes, bool], int]]] = {}
@@ -109,10 +109,10 @@ def _pick_pivots(keys: list[tuple[bytes, bool]]) -> tuple[dict[int, list[tuple[t
             for c in opts[key]:
                 count[c] = count.get(c, 0) + 1
 
-        def gain(c: int) -> float:
-            return count[c] * _PASS_NS - _PASS_NS - byte_freq(c) * (_ATTEMPT_NS + _PER_ANCHOR_NS * count[c])
-        c = max(count, key=gain)
-        if gain(c) <= 0:
+        def cost(c: int) -> float:  # ns per byte of its pass; the trie's first level has at most ~25 branches
+            return _PASS_NS + byte_freq(c) * (_ATTEMPT_NS + _PER_ANCHOR_NS * min(count[c], 25))
+        c = max(count, key=lambda c: count[c] * _PASS_NS - cost(c))  # saves the most plain passes
+        if cost(c) >= count[c] * _PASS_NS:  # no cheaper than a plain pass per literal
             break
         pivots[c] = [(key, opts[key][c][1]) for key in left if c in opts[key]]
         left -= {key for key, _ in pivots[c]}
