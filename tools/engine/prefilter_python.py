@@ -38,6 +38,23 @@ _HINT = 24            # a confirmation first searches from this many bytes befor
 _WORD_END = rb"(?![0-9a-z_])"  # in the prefilter alphabet: the next byte is not a word byte
 
 
+_CASE_UNSAFE = re.compile(r"\\[A-Zxu0-7]|\(\?-i|\(\?[a-zA-Z]*[aLu]|[A-Z]-[^A-Z\]]|[^A-Z\\]-[A-Z]")
+
+
+def _lowered(p: str, caseless: bool) -> re.Pattern | None:
+    """A caseless pattern as a case-sensitive one over lowercased text: the same matches on an ASCII line
+    (``re.I`` folds ASCII letters only there), and ``re`` can use its literal-prefix search again. None when
+    the pattern is not wholly caseless or lowercasing its text could change what it means (an escape such as
+    ``\\S``/``\\x4A``, a range across cases, a scoped flag)."""
+    whole = caseless or bool(re.match(r"\(\?[a-z]*i[a-z]*\)", p))
+    if not whole or _CASE_UNSAFE.search(p):
+        return None
+    try:
+        return re.compile(re.sub(r"\(\?i:", "(?:", p.lower()).replace("(?i)", ""))
+    except re.error:
+        return None
+
+
 def has_backref(p: str) -> bool:
     """Whether a Python regex uses a back-reference (``\\1``, ``(?P=name)``)."""
     return bool(re.search(r"\\[1-9]|\(\?P=", p))
@@ -143,10 +160,12 @@ class LiteralEngine:
         self.unprefiltered: list[str] = []
         self.full: list[int] = []  # pattern ids run over the whole chunk (no cover)
         self._rx: dict[int, re.Pattern] = {}
+        self._lower: dict[int, re.Pattern | None] = {}  # caseless patterns as case-sensitive ones for lowercased ASCII
         lit_pids: dict[tuple[bytes, bool], set[int]] = {}
         for i, (p, ci) in enumerate(patterns):
             try:
                 self._rx[i] = re.compile(p, re.I if ci else 0)
+                self._lower[i] = _lowered(p, ci)
             except re.error:
                 self.unprefiltered.append(p)
                 continue
@@ -230,18 +249,28 @@ class LiteralEngine:
             for i, rx in self._full_rx.items():
                 for m in rx.finditer(src):
                     cand.setdefault(buf.rfind(b"\n", 0, m.start()) + 1, {}).setdefault(i, m.start())
-        find, n, rxs = buf.find, len(buf), self._rx
+        find, n, rxs, low = buf.find, len(buf), self._rx, self._lower
         starts: list[int] = []
         ids: list[set[int]] = []
         for ls in sorted(cand):
             hints = cand[ls]
             le = find(b"\n", ls)
             raw = buf[ls: n if le < 0 else le]
+            got = set()
             if text is not None or raw.isascii():  # byte offsets are character offsets
-                line, shift = raw.decode("ascii"), ls + _HINT
+                line, lline, shift = raw.decode("ascii"), None, ls + _HINT
+                for i, h in hints.items():
+                    rx = low[i]
+                    if rx is None:
+                        rx, subject = rxs[i], line
+                    else:
+                        lline = lline if lline is not None else line.lower()
+                        subject = lline
+                    if (h > shift and rx.search(subject, h - shift)) or rx.search(subject):
+                        got.add(i)
             else:
-                line, shift = raw.decode("utf-8", "replace"), n
-            got = {i for i, h in hints.items() if (h > shift and rxs[i].search(line, h - shift)) or rxs[i].search(line)}
+                line = raw.decode("utf-8", "replace")
+                got = {i for i in hints if rxs[i].search(line)}
             if got:
                 starts.append(ls)
                 ids.append(got)
