@@ -1,25 +1,30 @@
 """The pure-Python multi-pattern prefilter (neither hyperscan nor google-re2 installed): required literals found
 with C-speed searches over a whole chunk, the real patterns run only on the lines that hold one.
 
-Each pattern gets a cover (regex_literals.py): literals of which every match contains one. The chunk is
-translated once (``bytes.translate``, C speed) into the prefilter alphabet (regex_literals.ALPHABET: ASCII
-lowercase, digits as ``0``, blanks as a space, every rare byte as one marker byte), so caseless and
-case-sensitive literals are searched alike (a wrong-case hit is dropped when its line is confirmed) and all
-literals with a rare byte share that byte. Then the literals are searched with few passes of ``re``, whose
-one-byte literal prefix is found at memchr speed:
+Each pattern gets a cover (regex_literals.py): literals of which every match contains one (``word_end``: and
+is followed by a non-word byte, from a ``\\b``). The chunk is translated once (``bytes.translate``, C speed)
+into the prefilter alphabet (regex_literals.ALPHABET: ASCII lowercase, digits as ``0``, blanks as a space,
+rare letters and non-ASCII bytes as one marker byte), so caseless and case-sensitive literals are searched
+alike (a wrong-case hit is dropped when its line is confirmed). Then the literals are searched with few passes
+of ``re``, whose literal-prefix search runs at memchr speed:
 
 - pivot passes: a pivot byte followed by a trie of what comes after it in each literal it stands for
-  (``c(?:eed()|uda()|...)``). Pivots are picked greedily, the marker first, each one only if it saves passes
-  (``_pick_pivots``: a pass costs ~0.45 ns a byte, each occurrence of the pivot ~15 ns);
-- plain passes, one per literal no pivot takes (short literals of common bytes: ``nan``, ``tp0``); a
-  literal that contains a shorter one is dropped first (the shorter one's hits include its own);
+  (``c(?:eed()|uda()|...)``); each hit's leaf literals are then looked for in the hit's line. Pivots are
+  picked greedily while they save passes (``_pick_pivots``: a pass costs ~0.45 ns a byte, each occurrence of
+  the pivot byte ~8 ns plus ~3 ns per trie branch);
+- plain passes, one per literal no pivot takes (short literals of common bytes: ``nan``, ``tp0``); a literal
+  that holds a shorter rare one is folded into it first (the shorter one's hits include its own);
 - a pattern without a cover is run over the whole chunk (``re.finditer``, listed in ``full``); one whose only
   way is a back-reference with no literal (``(\\w+)(?:\\s+\\1){8,}``) is listed in ``unprefiltered`` instead
   (a whole-chunk scan for it costs ~60 ns a byte), and the caller scans for it itself.
 
 Every hit is mapped to its line; each candidate line is confirmed with the exact Python patterns of the
-literals it holds (the line decoded as UTF-8, as callers see it). So ``line_hits`` is exact: the lines where
-a pattern matches, with every pattern that matches each of them.
+literals it holds, on the line decoded as UTF-8 (as callers see it): first from just before the pattern's
+first literal hit (a match found there is a match of the line), and on an ASCII line a wholly caseless
+pattern runs lowercased over the lowercased line (``_lowered``: ``re`` has no fast search under ``re.I``).
+So ``line_hits`` is exact: the lines where a pattern matches, with every pattern that matches each of them.
+Speed (bench/bench_prefilter.py): about 2.3x a plain one-regex line loop on bench/gen_log.py's log, more where
+a rule regex matches most lines (SGLang rank prefixes), each such line being confirmed.
 """
 from __future__ import annotations
 
