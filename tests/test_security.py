@@ -687,6 +687,25 @@ def _metric_log(p: Path, mb: int) -> Path:
     return p
 
 
+def _slow_chunks(monkeypatch, per_chunk_s: float = 0.5) -> None:
+    """Make the real large-log scan take ``per_chunk_s`` more per 4 MiB chunk (Python sleep steps, where a
+    cancellation lands), so a test of deadlines or of a full pool does not depend on how fast the engine or the
+    machine is: CI once finished the real 24 MB triage inside the 1 s deadline and the deadline test failed."""
+    from grpo_debug.tools.engine import large_logs
+
+    real_scan = large_logs.scan_file
+
+    def slow_scan(path, pats, *, progress=None, **kw):
+        def slow(*a):
+            for _ in range(int(per_chunk_s / 0.01)):
+                time.sleep(0.01)
+            if progress is not None:
+                progress(*a)
+        return real_scan(path, pats, progress=slow, **kw)
+
+    monkeypatch.setattr(large_logs, "scan_file", slow_scan)
+
+
 async def test_heavy_call_past_its_deadline_is_cancelled_and_says_so(tmp_path, monkeypatch):
     """Attack 4: nothing was cancelled; a call ran as long as its input made it. A per-call deadline stops the
     work (the worker thread stops burning CPU) and the answer says so; the next call is served."""
@@ -696,6 +715,7 @@ async def test_heavy_call_past_its_deadline_is_cancelled_and_says_so(tmp_path, m
 
     default_rules()  # loaded once, outside any deadline (a busy machine must not make the follow-up call late)
     big = _metric_log(tmp_path / "big.log", 24)
+    _slow_chunks(monkeypatch)
     monkeypatch.setenv("GRPO_DEBUG_CALL_TIMEOUT", "1")
     async with Client(build_server(allowed_roots=[tmp_path])) as c:
         t0 = time.monotonic()
@@ -722,6 +742,7 @@ async def test_heavy_calls_beyond_the_pool_get_a_clear_busy_answer(tmp_path, mon
     import anyio
 
     big = _metric_log(tmp_path / "big.log", 6)
+    _slow_chunks(monkeypatch)  # the first call holds the one worker for >= 1 s however fast the machine
     monkeypatch.setenv("GRPO_DEBUG_WORKERS", "1")
     monkeypatch.setenv("GRPO_DEBUG_QUEUE", "0")
     results: list = []
