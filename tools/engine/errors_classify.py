@@ -392,7 +392,7 @@ def describe(rec: ErrorRecord) -> str:
     return s
 
 
-_CARETS = re.compile(r"^\s*[~^]+[\s~^]*$")  # CPython 3.11+ position markers under a quoted source line
+_CARETS = re.compile(r"^\s*[~^][\s~^]*$")  # CPython 3.11+ position markers under a quoted source line
 _RICH_ROW = re.compile(r"^(?:❱\s*)?\d+\s*│")  # a rich traceback's numbered code row (box edges cut)
 
 
