@@ -44,6 +44,19 @@ examples:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "engine: needs the real triage engine (real findings)")
+    # compiled hyperscan databases go to a folder of this test session, not the user's ~/.cache (hs_cache.py)
+    if "GRPO_DEBUG_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["GRPO_DEBUG_CACHE_DIR"] = config._grpo_cache = tempfile.mkdtemp(prefix="grpo-debug-test-cache-")
+
+
+def pytest_unconfigure(config):
+    cache = getattr(config, "_grpo_cache", None)
+    if cache:
+        import shutil
+
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 @pytest.fixture

@@ -156,8 +156,10 @@ class _Hyperscan:
             db.compile(expressions=[e for _, e, _ in its], ids=[i for i, _, _ in its], elements=len(its),
                        flags=[f for _, _, f in its])
             return db
+        from grpo_debug.tools.engine.hs_cache import load_or_compile
+
         try:
-            self._db = compile_db(items)
+            self._db = load_or_compile(items, compile_db)
         except Exception:  # noqa: BLE001 - one pattern is too large or unsupported: probe them one by one
             ok = []
             for it in items:
