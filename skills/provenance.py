@@ -17,7 +17,7 @@ class _Strict(BaseModel):
 
 
 class Source(_Strict):
-    """Where a claim comes from and whether it was checked (reference/citations.md)."""
+    """Where a claim comes from (a public address: URL, pinned repo@commit or tag) and whether it was checked."""
 
     ref: str = Field(description="URL, or seed document id like 'seed:004 (grpo-debug skill)'.")
     status: VerificationStatus

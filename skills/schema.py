@@ -241,7 +241,7 @@ class Example(_Strict):
 class Rule(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*[a-z0-9]$")
     title: str = Field(min_length=5)
-    symptom: str = Field(description="Code from symptoms.md this mechanism produces.")
+    symptom: str = Field(description="Code from skills/symptoms.py (SYMPTOMS) this mechanism produces.")
     kind: Literal["diagnostic", "guidance"] = Field(
         "diagnostic", description="guidance: a seed rule of practice, matched on config/query only.")
     pattern_class: str | None = Field(None, description="One of the seed's 7 pattern classes, if any.")

@@ -43,7 +43,7 @@ class Cause(BaseModel):
 
 
 class Finding(BaseModel):
-    symptom: str = Field(description="Symptom code (symptoms.md).")
+    symptom: str = Field(description="Symptom code (skills/symptoms.py SYMPTOMS).")
     title: str
     confidence: Literal["high", "medium", "low"]
     evidence: list[Evidence] = Field(default_factory=list)

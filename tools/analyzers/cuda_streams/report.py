@@ -32,7 +32,7 @@ class StreamFinding(BaseModel):
     end_line: int | None = Field(None, description="1-based last line of the finding's span.")
     message: str = Field(description="What was seen and why it is a risk.")
     fix: str = Field(description="The concrete change.")
-    source: str = Field(description="URL backing the mechanism (citations.md or PyTorch docs).")
+    source: str = Field(description="Public URL backing the mechanism (an issue, PR or PyTorch docs page).")
 
 
 class StreamReport(BaseModel):
