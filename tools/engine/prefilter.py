@@ -187,9 +187,12 @@ class _Hyperscan:
         return iter(hits)
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
+        return self.line_hits_stopped(buf, limit)[:2]
+
+    def line_hits_stopped(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]], bool]:
         starts: dict[int, set[int]] = {}
         if self._db is None:
-            return [], []
+            return [], [], False
         rfind = buf.rfind
 
         def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> bool:
@@ -202,12 +205,14 @@ class _Hyperscan:
             else:
                 got.add(pid)
             return False
+        stopped = False
         try:
             self._db.scan(buf, match_event_handler=on)
         except Exception as e:  # noqa: BLE001 - hyperscan reports a stopped scan as an error
             if limit is None or len(starts) < limit:
                 raise e
-        return self._exact.lines(buf, starts, None)
+            stopped = True
+        return (*self._exact.lines(buf, starts, None), stopped)
 
 
 class _RE2:
@@ -241,9 +246,13 @@ class _RE2:
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
         """One pass of the alternation of all patterns; at each line it stops at, the set says which match."""
+        return self.line_hits_stopped(buf, limit)[:2]
+
+    def line_hits_stopped(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]], bool]:
         starts: dict[int, set[int]] = {}
+        stopped = False
         if self._all is None:
-            return [], []
+            return [], [], False
         match, anchor, smatch, ids = self._all.Match, self._anchor, self._set._set.Match, self._ids
         find, rfind, n, pos = buf.find, buf.rfind, len(buf), 0
         while pos < n:
@@ -257,9 +266,10 @@ class _RE2:
             if got:
                 starts[ls] = {ids[k] for k in got}
                 if limit is not None and len(starts) >= limit:
+                    stopped = le + 1 < n
                     break
             pos = le + 1
-        return self._exact.lines(buf, starts, limit)
+        return (*self._exact.lines(buf, starts, limit), stopped)
 
     def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
         return _scan_from_lines(self, buf, limit)
@@ -311,6 +321,15 @@ class _Engine:
         """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
         that match each of them), at most ``limit`` lines (the first ones found). Exact (module docstring)."""
         return self._impl.line_hits(buf, limit)
+
+    def line_hits_stopped(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]], bool]:
+        """``line_hits`` and whether the search stopped at ``limit`` candidate lines before the end of ``buf`` (the
+        lines past it were not looked at; fewer than ``limit`` may be returned when relaxed forms were confirmed)."""
+        impl = self._impl
+        if hasattr(impl, "line_hits_stopped"):
+            return impl.line_hits_stopped(buf, limit)
+        starts, ids = impl.line_hits(buf, limit)
+        return starts, ids, limit is not None and len(starts) >= limit
 
     def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
         """(pattern id, end offset) pairs (module docstring); at most ``limit`` of them."""
