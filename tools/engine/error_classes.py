@@ -107,6 +107,7 @@ def _classes() -> tuple[ErrorClass, ...]:
             "process_killed_oom", "host_oom", "A process was killed by the kernel or Ray OOM killer",
             text=r"Out of memory: Killed process|Killed process \d+|oom-kill|oom_kill|OOMKilled|"
                  r"Task was killed due to the node running low on memory|killed due to memory pressure|"
+                 r"worker\(s\) were killed due to the node running low on memory|"
                  r"exitcode\s*:\s*-9\b|exit(?:ed with)? (?:code|status) 137\b|signal 9 \(SIGKILL\)|"
                  r"Signals\.SIGKILL|died with <Signals\.SIGKILL|^Killed$", line_level=True,
             cause="The process received SIGKILL (exit -9 / 137): almost always the kernel, cgroup or Ray memory "
@@ -114,9 +115,14 @@ def _classes() -> tuple[ErrorClass, ...]:
             check="dmesg / journalctl -k for 'Out of memory: Killed process', the host memory of the node, Ray's "
                   "memory monitor lines, what held host memory (datasets, checkpoint buffers, offloaded states).",
             source="Linux mm/oom_kill.c 'Out of memory: Killed process'; torch.distributed.elastic "
-                   "'exitcode  : -9'; ray memory monitor 'Task was killed due to the node running low on memory'",
+                   "'exitcode  : -9'; ray memory monitor 'Task was killed due to the node running low on memory' "
+                   "(raylet, Ray <= 2.54.1), '%d worker(s) were killed due to the node running low on memory' "
+                   "(raylet of the 2.55.0-2.60.0 wheels)",
             examples=("[Mon Jan 1 00:00:00 2025] Out of memory: Killed process 12345 (python) total-vm:1000kB",
-                      "exitcode  : -9 (pid: 12345)", "Killed")),
+                      "exitcode  : -9 (pid: 12345)", "Killed",
+                      "ray.exceptions.OutOfMemoryError: 2 worker(s) were killed due to the node running low on "
+                      "memory. Memory on the node (IP: 10.0.0.1, ID: 92edc4e9) was 110.69GB used / 124.35GB limit "
+                      "(0.890161)")),
         ErrorClass(
             "cuda_oom", "cuda_oom", "GPU out of memory",
             types=r"^(?:OutOfMemoryError|CudaOutOfMemory)$",
