@@ -43,6 +43,12 @@ _LOGGER_PREFIX = re.compile(
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [\w-]+)*\]\s"                                   # SGLang
     r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s*(?:-\s*[\w.]+\s*-\s*)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s*[-:|]?\s"
     r"|\d\d:\d\d:\d\d\s+(?:DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s"                               # loguru short
+    # AReaL / ReaLHF realhf/base/logging.py LOG_FORMAT "%(asctime)s.%(msecs)03d %(name)s %(levelname)s: %(message)s"
+    # (DATE_FORMAT "%Y%m%d-%H:%M:%S"; names such as "controller", "master worker", "realhf.system.model_function_call"),
+    # also pasted without its date: "controller CRITICAL: Ray does not have enough resources ..."
+    r"|(?:\d{8}-\d\d:\d\d:\d\d\.\d{3}\s+)?[\w.-]+(?: [\w.-]+){0,3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL): "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.-]+:"                   # logging.BASIC_FORMAT "%(levelname)s:%(name)s:"
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.,]\d+\]\[[\w.-]+\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "  # Hydra job_logging
     r")")
 _BOX = re.compile(r"^[\s│┃|]*(?:[╭╰└┌├]─.*)?$")
 _BOX_EDGES = re.compile(r"^\s*[│┃]\s?|\s?[│┃]\s*$")
@@ -111,7 +117,26 @@ def clean(text: str) -> str:
 def _exc_match(t: str) -> re.Match | None:
     if not t or t[0] in " \t" or len(t) > 4000:
         return None
-    return _EXC.match(t.rstrip())
+    m = _EXC.match(t.rstrip())
+    if m is None and not t.isascii():
+        return _prose_exc(t)
+    return m
+
+
+# an exception name inside a line of non-English prose ("是用zero2进行pt时，出现ValueError: ..."): Python's \w also
+# matches CJK letters, so the name's left edge is "not an ASCII word character or a dot"
+_PROSE_EXC_AT = re.compile(r"(?<![A-Za-z0-9_.])(?:[A-Za-z_]\w*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception)(?:\([\w.]+\))?:\s")
+
+
+def _prose_exc(t: str) -> re.Match | None:
+    """The exception line that starts in the middle of a line whose lead-in is prose in a non-Latin script: the
+    text before the name must hold a letter outside ASCII (a user's sentence, not an English log prefix) and the
+    name must carry a message (``Type: message``)."""
+    for m in _PROSE_EXC_AT.finditer(t):
+        lead = t[: m.start()]
+        if any(c.isalpha() and not c.isascii() for c in lead):
+            return _EXC.match(t[m.start():].rstrip())
+    return None
 
 
 def _frame_of(t: str) -> Frame | None:

@@ -67,21 +67,45 @@ def strip_ansi(s: str) -> str:
 
 
 _JSON_MESSAGE_KEYS = ("message", "msg", "log", "text")
+_ERROR_TYPE = re.compile(r"^[A-Z]\w*(?:Error|Exception)$")
 
 
 def json_message(s: str) -> str | None:
     """The message of a JSON-lines log record (Ray structured logs, Docker json-file, loguru serialize):
-    one JSON object per line whose ``message``/``msg``/``log``/``text`` field is a string. None otherwise."""
+    one JSON object per line whose ``message``/``msg``/``log``/``text`` field is a string. None otherwise.
+
+    An OpenAI-compatible server's error body is read the same way, in both shapes its servers return:
+    ``{"object":"error","message":...,"type":"BadRequestError","param":null,"code":400}`` (SGLang
+    python/sglang/srt/entrypoints/openai/protocol.py ``ErrorResponse``; vLLM before ``ErrorInfo``) and
+    ``{"error":{"message":...,"type":...,"param":null,"code":400}}`` (vLLM vllm/entrypoints/openai/protocol.py
+    ``ErrorResponse(error=ErrorInfo)``); an exception-like ``type`` is put before the message
+    (``BadRequestError: The input ...``) so the error classifier reads it as an exception line. A body pasted
+    with the apostrophes escaped (``model\\'s``, not valid JSON) is read with them unescaped."""
     st = s.strip()
     if len(st) < 12 or not (st.startswith('{"') and st.endswith("}")):
         return None
+    obj = _json_object(st)
+    if obj is None and "\\'" in st:
+        obj = _json_object(st.replace("\\'", "'"))
+    if obj is None:
+        return None
+    err = obj.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        obj = err
+    elif obj.get("object") != "error":
+        return next((v for k in _JSON_MESSAGE_KEYS if isinstance(v := obj.get(k), str)), None)
+    msg, typ = obj.get("message"), obj.get("type")
+    if not isinstance(msg, str):
+        return None
+    return f"{typ}: {msg}" if isinstance(typ, str) and _ERROR_TYPE.match(typ) else msg
+
+
+def _json_object(st: str) -> dict | None:
     try:
         obj = json.loads(st)
     except (ValueError, RecursionError):  # a hostile line nests deeper than the decoder's recursion limit
         return None
-    if not isinstance(obj, dict):
-        return None
-    return next((v for k in _JSON_MESSAGE_KEYS if isinstance(v := obj.get(k), str)), None)
+    return obj if isinstance(obj, dict) else None
 
 
 def normalize_line(raw: str, no: int) -> Line:
