@@ -229,3 +229,29 @@ def test_bytes_stream_without_a_store_keeps_metric_lines_as_lines():
     text = "".join(f"step:{i} - actor/grad_norm:0.{i % 9 + 1}\n" + "chatter\n" * 3 for i in range(1, 2001))
     sl = ll.scan_stream(io.BytesIO(text.encode()))
     assert sum(1 for _, t in sl.lines if t.startswith("step:")) == 2000 and sl.total_lines == 8000
+
+
+def test_run_folder_streams_its_big_log_like_a_single_file(tmp_path, real_log, small_limits, monkeypatch):
+    """A run folder whose console log is over the folder's stream limit: read as single-file triage streams it
+    (every metric value, bounded series, read-back evidence, the cuts said in coverage), line numbers the file's
+    own. Before, the folder path kept metric lines as text under a silent 400k-line cap and built full series."""
+    import shutil
+
+    from grpo_debug.tools.rundir import discover
+    from grpo_debug.tools.rundir.analyze import triage_any
+
+    path, planted = real_log
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(path, run / "train.log")
+    (run / "config.yaml").write_text("actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1.0e-6\n")
+    res = triage_any(path=run, limits=discover.Limits(stream_bytes=1 << 20))
+    gn = res.metrics["actor/grad_norm"]
+    assert gn.points == 2 * planted["steps"] and gn.max == planted["grad_norm_max"]
+    nan = _finding(res, "nan_inf")
+    ev = {e.line: e for e in nan.evidence}
+    assert planted["nan_line"] in ev and "actor/grad_norm:nan" in ev[planted["nan_line"]].text  # read back
+    assert "train.log" in (ev[planted["nan_line"]].source or "")
+    assert planted["oom_line"] in {e.line for e in _finding(res, "cuda_oom").evidence}
+    skipped = " ".join(res.coverage.skipped)
+    assert "train.log: " in skipped and re.search(r"actor/grad_norm: [\d,]+ points kept as [\d,]+", skipped), skipped

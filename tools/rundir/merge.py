@@ -42,12 +42,44 @@ class Span:
     store: bool = False
 
 
+class MergedLines(list):
+    """The merged lines (a list of Line in merged numbering) and, for each streamed log, its kept lines' lazy map
+    (tools/streaming.KeptLines): :meth:`line_map` also finds a streamed log's metric lines, read back from the
+    file by offset when evidence cites them (they are not held in memory)."""
+
+    def __init__(self, *a) -> None:
+        super().__init__(*a)
+        self.streamed: list[tuple[int, object]] = []  # (merged offset, KeptLines) of each streamed file
+
+    def line_map(self) -> dict:
+        return _MergedMap(self)
+
+
+class _MergedMap(dict):
+    def __init__(self, lines: MergedLines) -> None:
+        super().__init__((ln.no, ln) for ln in lines)
+        self._lazy = [(off, kept.line_map()) for off, kept in lines.streamed]
+
+    def get(self, no, default=None):
+        hit = dict.get(self, no)
+        if hit is not None:
+            return hit
+        for off, lazy in reversed(self._lazy):
+            if no > off:
+                ln = lazy.get(no - off)
+                if ln is None:
+                    return default
+                ln = self[no] = dataclasses.replace(ln, no=no)
+                return ln
+        return default
+
+
 @dataclass
 class Merged:
     """The merged context, its lines, where each line came from, and coverage material."""
 
     ctx: Context
-    lines: list[Line] = field(default_factory=list)
+    lines: MergedLines = field(default_factory=MergedLines)
     spans: list[Span] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -75,7 +107,12 @@ def _append(m: Merged, ctx: Context, lines: list[Line], n_lines: int, rel: str, 
         return
     m.spans.append(Span(off + 1, off + n_lines, rel, off, store))
     m.lines += [dataclasses.replace(ln, no=ln.no + off) for ln in lines]
+    if hasattr(lines, "line_map"):  # a streamed log (KeptLines): its metric lines are read back on demand
+        m.lines.streamed.append((off, lines))
     t, mt = m.ctx.metrics, ctx.metrics
+    for k in set(mt.series) | set(mt.counts):  # true point counts (a streamed log's series are thinned)
+        if k in mt.counts or k in t.counts:
+            t.counts[k] = t.count(k) + mt.count(k)
     for k, pts in mt.series.items():
         t.series.setdefault(k, []).extend(Point(p.step, p.value, p.line + off) for p in pts)
     t.records += [Record(r.fmt, r.step, r.line + off, r.keys) for r in mt.records]
@@ -106,18 +143,13 @@ def _read_text(t, rb, lim, progress=None) -> tuple[Context, list[Line], int, str
 
 
 def _read_sparse(p, rb) -> tuple[Context, list[Line], int, str, list[str]]:
-    from grpo_debug.tools.engine.facts import extract_facts
-    from grpo_debug.tools.engine.large_logs import scan_file
-    from grpo_debug.tools.engine.metrics import extract_metrics
-    from grpo_debug.tools.engine.normalize import normalize_line
-    from grpo_debug.tools.triage import _events, rule_patterns
+    """A large or compressed log read as a single-file triage streams it (tools/streaming.read_streamed): every
+    metric value into bounded series, the other lines by importance, and a note for everything not kept."""
+    from grpo_debug.tools.streaming import read_streamed
 
-    sparse = scan_file(p, [pat for pat, _ in rule_patterns(rb)])
-    lines = [normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines]
-    metrics = extract_metrics(lines)
-    ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
-    how = f"log, streamed ({sparse.engine} prefilter: {len(lines)} of {sparse.total_lines} lines kept)"
-    return ctx, lines, sparse.total_lines, how, (["read up to the decompression cap"] if sparse.capped else [])
+    st = read_streamed(p, rb, label=str(p))
+    how = f"log, streamed ({len(st.lines)} of {st.total_lines} lines kept as text)"
+    return st.ctx, st.lines, st.total_lines, how, st.skipped
 
 
 def merge_texts(m: Merged, inv, rb, lim, progress=None) -> None:
@@ -133,6 +165,9 @@ def merge_texts(m: Merged, inv, rb, lim, progress=None) -> None:
             m.skipped.append(f"{t.rel}: cannot read ({type(e).__name__}: {str(e)[:120]})")
             continue
         _append(m, ctx, lines, n, t.rel)
+        if how.startswith("log, streamed"):  # what streaming did not keep belongs with the other cuts
+            m.skipped += [f"{t.rel}: {x}" for x in notes]
+            notes = []
         m.bytes_read += t.size
         m.lines_read += n
         what = [how, f"{n} lines"]
