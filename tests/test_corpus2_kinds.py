@@ -132,3 +132,53 @@ def test_exception_inside_prose_is_a_record(line, exc):
                                   "设置 key=ValueError 之后"])
 def test_prose_without_an_exception_line_is_not_one(line):
     assert not [r for r in classify_all(normalize(line)) if r.exc_type]
+
+
+# --- kind 1: mechanisms with a rule now (each: the corpus2 report and a second text of the kind) -------------
+
+def test_trl_client_waiting_for_a_server_case():
+    f = _first(_case("trl-grpo-vllm-client-server-not-up-no-vllm-serve"))
+    assert f.symptom == "port_conflict" and f.causes[0].rule_id == "trl-vllm-server-not-running"
+
+
+def test_trl_client_gives_up_second_example():
+    # TRL 0.19.1 trl/extras/vllm_client.py check_server: the ConnectionError raised after vllm_server_timeout
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.11/site-packages/trl/extras/vllm_client.py", line 152, in check_server\n'
+            "    raise ConnectionError(\n"
+            "ConnectionError: The vLLM server can't be reached at http://0.0.0.0:8000 after 240.0 seconds. Make sure "
+            "the server is running by running `trl vllm-serve`.\n")
+    assert "trl-vllm-server-not-running" in _rules(text)
+
+
+def test_trl_server_that_came_up_is_quiet():
+    text = ("2025-04-01 10:00:00 - INFO - trl.extras.vllm_client - Server is not up yet. Retrying in 2.0 seconds...\n"
+            "2025-04-01 10:00:02 - INFO - trl.extras.vllm_client - Server is up!\n")
+    assert "trl-vllm-server-not-running" not in _rules(text, top=10)
+
+
+def test_cuda_graph_capture_oom_case():
+    f = _first(_case("vllm-v1-cudagraph-capture-oom-gpu-memory-utilization-too-high"))
+    assert f.symptom == "cuda_oom" and f.causes[0].rule_id == "cuda-graph-capture-oom"
+
+
+def test_cuda_graph_capture_oom_sglang_second_example():
+    # SGLang cuda_graph_runner.py: raise Exception(f"Capture cuda graph failed: {e}\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}")
+    text = ("[2025-03-01 10:00:00 TP0] Capture cuda graph begin. This can take up to several minutes.\n"
+            "[2025-03-01 10:00:09 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total "
+            "capacity of 79.15 GiB of which 301.00 MiB is free.\n"
+            "Possible solutions:\n1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n")
+    f = _first(text)
+    assert f.symptom == "cuda_oom" and f.causes[0].rule_id == "cuda-graph-capture-oom"
+
+
+def test_chunked_prefill_variant_case_and_second_example():
+    assert "vllm-v0-kv-cache-short-chunked-prefill-off" in _rules(
+        _case("vllm-max-model-len-30000-kv-cache-3984-chunked-prefill-off"), top=1)
+    second = ("[rank0]: ValueError: The model's max seq len (16384) is larger than the maximum number of tokens that can "
+              "be stored in KV cache (9152). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+              "initializing the engine.\n")
+    assert "vllm-v0-kv-cache-short-chunked-prefill-off" in _rules(second, top=1)
+    long_ctx = second.replace("(16384)", "(131072)")
+    assert "vllm-v0-kv-cache-short-chunked-prefill-off" not in _rules(long_ctx, top=10)
