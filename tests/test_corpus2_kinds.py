@@ -182,3 +182,12 @@ def test_chunked_prefill_variant_case_and_second_example():
     assert "vllm-v0-kv-cache-short-chunked-prefill-off" in _rules(second, top=1)
     long_ctx = second.replace("(16384)", "(131072)")
     assert "vllm-v0-kv-cache-short-chunked-prefill-off" not in _rules(long_ctx, top=10)
+
+
+def test_accelerate_precision_conflict_case_and_second_example():
+    f = _first(_case("deepspeed-accelerate-bf16-mixed-precision-vs-fp16-ds-config"))
+    assert f.causes[0].rule_id == "accelerate-mixed-precision-vs-deepspeed-config"
+    # the opposite direction, as accelerate's DeepSpeedPlugin.set_mixed_precision words it, behind a logger prefix
+    second = ("[2024-05-01 12:00:00,001][__main__][ERROR] - ValueError: `--mixed_precision` arg cannot be set to "
+              "`fp16` when `bf16` is set in the DeepSpeed config file.\n")
+    assert _first(second).causes[0].rule_id == "accelerate-mixed-precision-vs-deepspeed-config"
