@@ -191,3 +191,20 @@ def test_accelerate_precision_conflict_case_and_second_example():
     second = ("[2024-05-01 12:00:00,001][__main__][ERROR] - ValueError: `--mixed_precision` arg cannot be set to "
               "`fp16` when `bf16` is set in the DeepSpeed config file.\n")
     assert _first(second).causes[0].rule_id == "accelerate-mixed-precision-vs-deepspeed-config"
+
+
+# --- ANSI colours pasted in caret notation ("^[[31m", cat -v / less) -----------------------------------------
+
+@pytest.mark.parametrize("raw,text,source", [
+    # the lmm-r1 (OpenRLHF) report's Ray job log
+    ("^[[36m(LLMRayActor pid=95409)^[[0m INFO 04-24 18:22:16 [block_pool.py:264] Successfully reset prefix cache"
+     "^[[32m [repeated 7x across cluster]^[[0m", "INFO 04-24 18:22:16 [block_pool.py:264] Successfully reset prefix cache",
+     "LLMRayActor pid=95409"),
+    ("2025-04-24 18:57:03,337 ERR cli.py:72 -- ^[[31mJob 'raysubmit_x' failed^[[39m",
+     "2025-04-24 18:57:03,337 ERR cli.py:72 -- Job 'raysubmit_x' failed", None),
+    ("x ^[[1;31mERROR^[[0m y", "x ERROR y", None),  # bold red, two parameters
+    ("a[0]^[x and arr[[1]]", "a[0]^[x and arr[[1]]", None),  # not a colour code
+])
+def test_caret_notation_colours_are_removed(raw, text, source):
+    ln = normalize(raw)[0]
+    assert (ln.text, ln.source) == (text, source)

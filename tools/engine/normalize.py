@@ -15,7 +15,10 @@ from dataclasses import dataclass
 
 MAX_LINE_CHARS = 20_000  # a longer line is cut; coverage says so
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?<![\w\]])\[(?=[0-9;]*[0-9]m)[0-9;]+m|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+# ESC sequences; the ESC-less "[36m" leftovers of pastes; and the caret notation of ``cat -v`` / less / some terminals'
+# copy ("^[[31m": the "[[31m" part, the "^" before it is cut with it in strip_ansi)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?<![\w\]])\[(?=[0-9;]*[0-9]m)[0-9;]+m|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]"
+                   r"|(?<=\^)\[\[[0-9;]*[A-Za-z]")
 _OUTER_TS = re.compile(
     r"^(?:"
     r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"          # RFC3339 (docker/k8s)
@@ -59,7 +62,7 @@ def strip_ansi(s: str) -> str:
         j = e if b < 0 or 0 <= e < b else b
         m = match(s, j)
         if m and m.end() > j:
-            out.append(s[pos:j])
+            out.append(s[pos:j - 1 if s[j - 1:j + 2] == "^[[" else j])
             pos = i = m.end()
         else:
             i = j + 1
