@@ -60,6 +60,8 @@ FRAMEWORKS = {
                  "pypi_note": "megatron-core wheels lack megatron/training (the CLI flags); git tags used"},
     "slime": {"git": "THUDM+slime", "tag": r"v(\d+\.\d+\.\d+(?:\.post\d+)?)$", "older": "0.2.0"},
     "megatron-deepspeed": {"git": "deepspeedai+Megatron-DeepSpeed", "tag": None},
+    "areal": {"git": "inclusionAI+AReaL", "tag": r"v(\d+\.\d+\.\d+(?:\.post\d+)?)$", "older": "0.3.4"},
+    "accelerate": {"pypi": "accelerate", "older": "1.10.1"},
     "torch": {"installed": "torch"},
     "nccl": {"pypi": "nvidia-nccl-cu12", "binary": True, "older": None},
 }
@@ -69,7 +71,8 @@ ALIASES = {"megatron-lm": "megatron", "pytorch": "torch", "torch.distributed": "
 IMPLIED = {
     "slime": ["slime", "megatron", "sglang"], "relax": ["slime", "megatron", "sglang"],
     "openrlhf": ["openrlhf", "deepspeed", "vllm"], "trl": ["trl", "transformers"],
-    "megatron-deepspeed": ["megatron-deepspeed", "deepspeed"], "verl": ["verl"],
+    "megatron-deepspeed": ["megatron-deepspeed", "deepspeed"], "verl": ["verl"], "areal": ["areal"],
+    "accelerate": ["accelerate"],
 }
 UNCHECKABLE = {
     "relax": "Relax is not on the package index and no snapshot of its repository could be fetched",
@@ -572,7 +575,8 @@ _CURRENT_RULE = None
 def ident_data(ident: Ident):
     """The rule's ``identifiers:`` entries that speak for this identifier: the same name (a flag and the key it
     sets count as one: ``--rollout.max_new_tokens`` / ``rollout.max_new_tokens``), the same source file for
-    ``file.py::function``, or, for error text, one message containing the other (a quote cut at a placeholder)."""
+    ``file.py::function``, or, for error text, one message containing the other (a quote cut at a placeholder);
+    an entry of exactly the same name, when there is one, is the only one."""
     out = []
     bare = ident.name.lstrip("-")
     for i in (_CURRENT_RULE.identifiers if _CURRENT_RULE else []):
@@ -583,7 +587,10 @@ def ident_data(ident: Ident):
         elif ident.kind == "message" and i.kind == "message" and len(i.name) >= 16 and len(ident.name) >= 16 and (
                 i.name.lower() in ident.name.lower() or ident.name.lower() in i.name.lower()):
             out.append(i)
-    return out
+    # an entry of the very name decides alone: a generic phrase ('cannot be scheduled right now', in every release)
+    # given its own entry is not bound by the range of a longer message that contains it
+    exact = [i for i in out if i.name == ident.name]
+    return exact or out
 
 
 def lookup(ix: Index, kind: str, name: str) -> str | None:
@@ -645,9 +652,12 @@ def lookup(ix: Index, kind: str, name: str) -> str | None:
             base = name.split("/")[-1]
             if base in ix.files:
                 full = ix.files[base]
-                if "/" in name and not full.endswith(name.split("/", 1)[1] if name.count("/") > 1 else name):
+                tail = name.split("/", 1)[1] if name.count("/") > 1 else name  # python/ray/x.py -> ray/x.py
+                if "/" in name and not full.endswith(tail):
+                    # files[] keeps the first file of that name: another one may sit at the very path
+                    same = next((rel for rel, _ in ix.texts if rel.endswith("/" + tail) or rel == tail), None)
                     # folder differs: report where the file is now
-                    return f"{full} (file; path differs)"
+                    return same or f"{full} (file; path differs)"
                 return full
             return None
         parts = name.split(".")
