@@ -144,3 +144,35 @@ def test_console_fields_get_canonical_names_in_the_run():
     run = build_run(normalize(text))
     assert run.framework == "prime_rl"
     assert run.series_of("grad_norm").raw_keys == ["Grad. Norm"] and run.series_of("logprob_mismatch").points[0].line == 1
+
+
+def test_plain_verl_shortcut_gives_the_same_table_on_every_test_log(monkeypatch):
+    """extract_metrics sends a plain verl ``step:N - k:v`` line straight to the verl parser, skipping the BLOCKS
+    and BEFORE units; on every log, case and example input in tests/data (and a realistic generated log) the
+    table must equal the one built with the shortcut off."""
+    import importlib.util
+    import tempfile
+
+    import grpo_debug.tools.engine.metrics as metrics
+
+    root = Path(__file__).resolve().parent / "data"
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(root.rglob("*"))
+             if p.is_file() and p.suffix in {".log", ".txt", ".out", ""} and p.stat().st_size < 2_000_000]
+    spec = importlib.util.spec_from_file_location("g", Path(__file__).resolve().parents[1] / "bench" / "gen_real_log.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    with tempfile.TemporaryDirectory() as d:
+        gen.generate(f"{d}/r.log", mb=1, ranks=2)
+        texts.append(Path(f"{d}/r.log").read_text(encoding="utf-8", errors="replace"))
+    assert len(texts) > 50
+    verl_lines = 0
+    for text in texts:
+        lines = normalize(text)
+        fast = extract_metrics(lines)
+        verl_lines += sum(metrics._plain_verl(ln.text) for ln in lines)
+        with monkeypatch.context() as m:
+            m.setattr(metrics, "_plain_verl", lambda t: False)
+            slow = extract_metrics(lines)
+        assert repr((fast.series, fast.records, sorted(fast.lines), sorted(fast.formats))) == repr(
+            (slow.series, slow.records, sorted(slow.lines), sorted(slow.formats)))  # repr: nan == nan
+    assert verl_lines > 100  # the shortcut was taken
