@@ -143,6 +143,21 @@ json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
     assert next(e for e in evs if e.kind == "port_in_use").fields["port"] == 46571
 
 
+def test_ray_host_oom_in_every_wording_and_escaped_context_error():
+    """Ray's memory-monitor text changed in 2.55 ("N worker(s) were killed ...") and 2.56 ("Memory usage NB
+    exceeded threshold of NB"); its advice line is the same in every release. A JSON error body pasted with
+    ``model\\'s`` is still a context-length error."""
+    lines = ["(raylet) 1 worker(s) were killed due to the node running low on memory. Memory on the node was 60GB",
+             "Memory usage 64424509440B exceeded threshold of 61203283968B (0.95 of total)",
+             "(raylet) Refer to the documentation on how to address the out of memory issue: "
+             "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html.",
+             '{"object":"error","message":"The input (61709 tokens) is longer than the model\\\'s context length'
+             ' (40960 tokens).","type":"BadRequestError","param":null,"code":400}']
+    for i, line in enumerate(lines):
+        kinds = {e.kind for e in _events(line)}
+        assert ("context_length" if i == 3 else "ray_host_oom") in kinds, (line, kinds)
+
+
 def test_json_decode_error_outside_compile_context_is_not_a_cache_error():
     assert not [e for e in _events("json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n")
                 if e.kind == "compile_cache_error"]

@@ -20,8 +20,15 @@ EVENT_PATTERNS: dict[str, str] = {
                 r"CUresult error: 2 \(out of memory\)|HIP out of memory|cudaErrorMemoryAllocation|"
                 r"No available memory for the cache blocks|(?i:not enough (?:gpu )?memory .*kv cache)|"
                 r"(?i:kv cache .*(?:insufficient|not enough))",
-    "ray_host_oom": r"Task was killed due to the node running low on memory|killed due to memory pressure \(OOM\)|"
-                    r"exceeds the memory usage threshold|exitcode\s*:\s*-9\b|Killed process \d+|oom-kill",
+    # Ray's memory monitor (raylet): "Task was killed due to the node running low on memory" up to 2.54.1, "N worker(s)
+    # were killed due to ..." from 2.55.0; "exceeds the memory usage threshold" until 2.55, "Memory usage NB exceeded
+    # threshold of NB" from 2.56.0 (strings of the ray wheels on PyPI); the closing advice line "Refer to the
+    # documentation on how to address the out of memory issue: .../ray-oom-prevention.html" in every release
+    "ray_host_oom": r"Task was killed due to the node running low on memory|"
+                    r"worker\(s\) were killed due to the node running low on memory|killed due to memory pressure \(OOM\)|"
+                    r"exceeds the memory usage threshold|Memory usage \d+B exceeded threshold of \d+B|"
+                    r"Refer to the documentation on how to address the out of memory issue|"
+                    r"exitcode\s*:\s*-9\b|Killed process \d+|oom-kill",
     "illegal_memory_access": r"(?i:illegal memory access)|Memory access fault|HSA_STATUS_ERROR_EXCEPTION|cudaErrorIllegalAddress",
     "nccl_timeout": r"Watchdog caught collective operation timeout|Process group watchdog thread terminated|"
                     r"ran for \d+ milliseconds before timing out",
@@ -39,8 +46,9 @@ EVENT_PATTERNS: dict[str, str] = {
     "connection_refused": r"Max retries exceeded with url|NewConnectionError|Connection refused|ConnectionRefusedError",
     "compile_cache_error": r"failed to get the hash of the compiled graph|BackendCompilerFailed|InductorError|"
                            r"corrupt local cache entry",
-    "context_length": r"(?i:maximum context length|longer than the maximum model length|exceeds the model'?s max|"
-                      r"context length exceeded|is longer than the model'?s context)",
+    # model\\'s: an OpenAI-style JSON error body pasted with its apostrophe escaped, read raw when streamed
+    "context_length": r"(?i:maximum context length|longer than the maximum model length|exceeds the model\\?'?s max|"
+                      r"context length exceeded|is longer than the model\\?'?s context)",
     "nan_reported": r"Unexpected result (?:nan|inf)|grad_norm is not finite|returned nan values|found (?:NaN|Inf) in|"
                     r"(?i:loss is nan|nan loss detected|detected (?:nan|inf))",
     "loss_scale_overflow": r"OVERFLOW! Rank|overflow! Skipping step|Grad overflow on iteration|Overflow detected\. Skipping step",
