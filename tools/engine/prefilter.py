@@ -122,7 +122,20 @@ class _Exact:
     """Confirmation of the relaxed patterns with Python, on the lines where their engine form hit."""
 
     def __init__(self, patterns: list[tuple[str, bool]], relaxed: set[int]):
+        from grpo_debug.tools.engine.prefilter_python import _lowered
+
         self.rx = {i: re.compile(patterns[i][0], re.I if patterns[i][1] else 0) for i in relaxed}
+        # a caseless pattern runs lowercased over a lowercased ASCII line: same matches, and re's literal search
+        # works again (verl's 2.5 kB metric lines under the weight-sync pattern: 126 -> 14 us a line)
+        self.low = {i: _lowered(patterns[i][0], patterns[i][1]) for i in relaxed}
+
+    def _ok(self, i: int, line: str, low: list) -> bool:
+        lw = self.low.get(i)
+        if lw is None or not line.isascii():
+            return bool(self.rx[i].search(line))
+        if not low:
+            low.append(line.lower())
+        return bool(lw.search(low[0]))
 
     def lines(self, buf: bytes, starts: dict[int, set[int]], limit: int | None) -> tuple[list[int], list[set[int]]]:
         out_s, out_i = [], []
@@ -131,8 +144,8 @@ class _Exact:
             ids = starts[ls]
             if self.rx and not self.rx.keys().isdisjoint(ids):
                 le = find(b"\n", ls)
-                line = buf[ls: n if le < 0 else le].decode("utf-8", "replace")
-                ids = {i for i in ids if i not in self.rx or self.rx[i].search(line)}
+                line, low = buf[ls: n if le < 0 else le].decode("utf-8", "replace"), []
+                ids = {i for i in ids if i not in self.rx or self._ok(i, line, low)}
             if ids:
                 out_s.append(ls)
                 out_i.append(ids)
