@@ -255,3 +255,21 @@ def test_run_folder_streams_its_big_log_like_a_single_file(tmp_path, real_log, s
     assert planted["oom_line"] in {e.line for e in _finding(res, "cuda_oom").evidence}
     skipped = " ".join(res.coverage.skipped)
     assert "train.log: " in skipped and re.search(r"actor/grad_norm: [\d,]+ points kept as [\d,]+", skipped), skipped
+
+
+def test_plot_and_compare_stream_a_big_log_and_mark_steps_from_kept_points(real_log, small_limits, monkeypatch):
+    """analyze() (behind plot and compare) streams a file over the stream threshold as triage does (before, it read
+    up to 256 MiB densely and cut the rest with a note); a finding's start step comes from the kept points, not
+    from the coarse runs of records a streamed table keeps."""
+    import grpo_debug.tools.triage as tr
+    from grpo_debug.tools.rundir.analyze import analyze
+    from grpo_debug.tools.rundir.plot import finding_marks
+
+    path, planted = real_log
+    monkeypatch.setattr(tr, "STREAM_THRESHOLD", 1 << 20)
+    a = analyze(path=str(path))
+    assert any(s.startswith("streamed with") for s in a.result.coverage.skipped), a.result.coverage.skipped
+    gn = a.ctx.metrics.series["actor/grad_norm"]
+    assert max(p.value for p in gn if math.isfinite(p.value)) == planted["grad_norm_max"]
+    marks = dict(finding_marks(a))
+    assert planted["first_nonfinite_step"] - 1 <= marks["nan_inf"] <= planted["first_nonfinite_step"], marks

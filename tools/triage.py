@@ -320,6 +320,21 @@ def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10
                    versions=versions)
 
 
+def streamable(path: str | os.PathLike) -> Path | None:
+    """``path`` as a Path when it is a file to stream (over STREAM_THRESHOLD bytes, or compressed), else None.
+    Raises InputError for a large binary file (a shared library is refused, not streamed)."""
+    p = Path(path).expanduser()
+    if not (p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or is_compressed(p))):
+        return None
+    if not is_compressed(p):
+        with p.open("rb") as fh:
+            head = fh.read(65536)
+        why = refuse_binary(head, sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27)), str(p))
+        if why:
+            raise InputError(why)
+    return p
+
+
 def triage(text: str | None = None, path: str | os.PathLike | None = None, *, rules: RuleBase | None = None,
            max_findings: int = 10, progress=None, versions=None) -> TriageResult:
     """Triage a training log, config or launch script given as text or as a path.
@@ -341,16 +356,9 @@ def triage(text: str | None = None, path: str | os.PathLike | None = None, *, ru
     Raises:
         InputError: neither or both arguments, or a path that is missing, a directory or unreadable.
     """
-    if path is not None and text is None:
-        p = Path(path).expanduser()
-        if p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or is_compressed(p)):
-            if not is_compressed(p):  # a large binary (a shared library) is refused, not streamed
-                with p.open("rb") as fh:
-                    head = fh.read(65536)
-                why = refuse_binary(head, sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27)), str(p))
-                if why:
-                    raise InputError(why)
-            return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress, versions=versions)
+    p = streamable(path) if path is not None and text is None else None
+    if p is not None:
+        return triage_stream(p, rules=rules, max_findings=max_findings, progress=progress, versions=versions)
     s, label, skipped, hint = read_input(text, path)
     return triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules, max_findings=max_findings,
                        versions=versions)

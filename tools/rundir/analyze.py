@@ -34,14 +34,21 @@ class Analysis:
         return self.ctx.run
 
     def step_of_line(self, no: int) -> float | None:
-        """The step of the last metric record at or before merged line ``no`` (None before any)."""
-        recs = sorted((r.line, r.step) for r in self.ctx.metrics.records)
-        best = None
-        for ln, st in recs:
-            if ln > no:
-                break
-            best = st
-        return best
+        """The step of the last metric line at or before merged line ``no`` (None before any): its records and
+        its series' points (a streamed log keeps a record per run of lines, and the points it kept)."""
+        import bisect
+
+        idx = self.__dict__.get("_steps")
+        if idx is None:
+            mt = self.ctx.metrics
+            pairs = {r.line: r.step for r in mt.records}
+            for pts in mt.series.values():
+                for p in pts:
+                    pairs.setdefault(p.line, p.step)
+            order = sorted(pairs)
+            idx = self.__dict__["_steps"] = (order, [pairs[ln] for ln in order])
+        i = bisect.bisect_right(idx[0], no) - 1
+        return idx[1][i] if i >= 0 else None
 
 
 def is_store_file(path: str) -> bool:
@@ -164,7 +171,7 @@ def triage_folder(path, *, rules=None, max_findings: int = 10, progress=None, li
 def analyze(text: str | None = None, path: str | None = None, *, rules=None, max_findings: int = 20) -> Analysis:
     """Analyse one input (pasted text, a file, a store file or a folder) for plot and compare."""
     from grpo_debug.tools.inputs import read_input
-    from grpo_debug.tools.triage import _result, build_context
+    from grpo_debug.tools.triage import _result, build_context, streamable
 
     if path is not None and text is None and (os.path.isdir(path) or is_store_file(path)):
         m, _ = merge_path(path, rules)
@@ -172,6 +179,16 @@ def analyze(text: str | None = None, path: str | None = None, *, rules=None, max
                       lines_read=m.lines_read, bytes_read=m.bytes_read)
         res.coverage.files = m.files
         return Analysis(m.ctx, res, str(path), m)
+    big = streamable(path) if path is not None and text is None else None
+    if big is not None:  # a large or compressed log: streamed as triage streams it (bounded series, notes)
+        from grpo_debug.skills.loader import default_rules
+        from grpo_debug.tools.streaming import read_streamed
+
+        rb = rules or default_rules()
+        st = read_streamed(big, rb, label=str(big))
+        res = _result(st.ctx, st.lines, label=str(big), skipped=st.skipped, rules=rb, max_findings=max_findings,
+                      lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True)
+        return Analysis(st.ctx, res, str(big))
     s, label, skipped, hint = read_input(text, path)
     ctx, lines = build_context(s, hint)
     res = _result(ctx, lines, label=label, skipped=skipped, rules=rules, max_findings=max_findings,
