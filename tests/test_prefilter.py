@@ -199,3 +199,129 @@ def test_engine_forms_match_wherever_python_does():
         for ln in lines:
             if rx.search(ln):
                 assert rx2.search(ln.encode("utf-8")), (p, ln)
+
+
+def _ascii_tlines(lines: list[str]) -> list[tuple[str, bytes]]:
+    from grpo_debug.tools.engine.regex_literals import ALPHABET
+
+    return [(ln, ln.encode().translate(ALPHABET)) for ln in lines if ln.isascii()]
+
+
+def test_literal_offsets_hold_on_real_lines():
+    """Soundness of the offsets the Python engine matches at: wherever an alternative of a pattern matches a real
+    ASCII line, one of its literals starts lo..hi characters after the match's start."""
+    from grpo_debug.tools.engine.regex_literals import ALPHABET, literal_spans, top_level_branches
+
+    lines = _ascii_tlines(_corpus_lines())
+    checked = 0
+    for p, ci in _patterns():
+        for alt in top_level_branches(p):
+            spans = literal_spans(alt, ci)
+            if spans is None:
+                continue
+            lits = [(lit.translate(ALPHABET), lo, hi) for lit, _, _, lo, hi in spans]
+            rx = re.compile(alt, re.I if ci else 0)
+            for ln, t in lines:
+                for m in rx.finditer(ln):
+                    s = m.start()
+                    checked += 1
+                    assert any(t.startswith(lit, s + d) for lit, lo, hi in lits
+                               for d in range(lo, min(hi, len(t)) + 1)), (alt, ln)
+    assert checked > 500
+
+
+@pytest.mark.parametrize("pattern, caseless, text, want", [
+    (r"\w(?:Error|Exit)\b", False, " Error xError", True),    # the second literal hit is the match
+    (r"\w(?:Error|Exit)\b", False, " Error Exit", False),
+    (r"torch\.(?:cuda\.)?OutOfMemoryError", False, "torch.cuda.OutOfMemoryError", True),
+    (r"torch\.(?:cuda\.)?OutOfMemoryError", False, "torch.OutOfMemoryError", True),
+    (r"x{6,}abc", False, "xxxxxxxxxxabc", True),
+    (r"(?:a|bb)cdef", True, "BBCDEF", True),
+    (r"\bTP\d+\]", True, "xtp1] TP22]", True),
+    (r"\bTP\d+\]", True, "xtp1] qTP22]", False),
+    (r"^\s*step:\d", False, "  step:1", True),
+    (r"(?<=\[)rank\d", False, "[rank0", True),
+    (r"(?<=\[)rank\d", False, " rank0", False),
+])
+def test_python_engine_match_offsets(pattern, caseless, text, want):
+    """The pure-Python engine's confirmation at literal offsets (match, not search) on lines where the first
+    literal occurrence does not start a match, fixed and variable offsets, look-behinds before the literal."""
+    from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+
+    eng = LiteralEngine([(pattern, caseless)])
+    for data in (text.encode(), ("\n".join([text] * 20000)).encode()):  # a plain chunk and a deduplicated one
+        starts, _ = eng.line_hits(data)
+        assert (len(starts) == data.count(b"\n") + 1) if want else not starts, (pattern, text)
+
+
+def test_top_level_branches():
+    from grpo_debug.tools.engine.regex_literals import top_level_branches
+
+    assert top_level_branches(r"a|[|(]b|c(d|e)") == ["a", "[|(]b", "c(d|e)"]
+    assert top_level_branches(r"(?i)a|b") == ["(?i)a", "(?i)b"]
+    assert top_level_branches(r"[^]|]x|\|y") == [r"[^]|]x", r"\|y"]
+    for whole in (r"(a)x|\1", r"(?x)a | b", "abc", r"(?P<n>a)|(?P=n)"):
+        assert top_level_branches(whole) == [whole]
+
+
+def _variants(line: str, rnd) -> str:
+    """A line the prefilter alphabet translates alike: other case, other digits, other rare letters."""
+    from grpo_debug.tools.engine.regex_literals import ALPHABET
+
+    groups: dict[int, list[str]] = {}
+    for b in range(128):
+        if b not in b"\n\t\r\x0b\x0c":
+            groups.setdefault(ALPHABET[b], []).append(chr(b))
+    return "".join(rnd.choice(groups[ALPHABET[ord(c)]]) for c in line)
+
+
+def test_translation_invariant_units_answer_alike_on_lines_translated_alike():
+    """Soundness of the pure-Python engine's per-translated-line shortcut: an alternative that
+    translation_invariant accepts gives the same answer on a real ASCII line and on variants of it that the
+    alphabet translates alike (case, digits, rare letters, control bytes changed at random)."""
+    import random
+
+    from grpo_debug.tools.engine.regex_literals import top_level_branches, translation_invariant
+
+    rnd = random.Random(7)
+    lines = [ln for ln, _ in _ascii_tlines(_corpus_lines()) if not re.search(r"[\t\r\x0b\x0c]", ln)]
+    alts = [(a, ci) for p, ci in _patterns() for a in top_level_branches(p) if translation_invariant(a, ci)]
+    assert alts and translation_invariant(r"\bTP\d+\]", True) and not translation_invariant(r"step", False)
+    assert not translation_invariant(r"[1-9]", True) and not translation_invariant(r"x", True)
+    for a, ci in alts + [(r"\bTP\d+\]", True), (r"(?i:loss is nan)", False)]:
+        rx = re.compile(a, re.I if ci else 0)
+        for ln in lines:
+            want = bool(rx.search(ln))
+            for _ in range(2):
+                v = _variants(ln, rnd)
+                assert bool(rx.search(v)) == want, (a, ln, v)
+
+
+def test_python_engine_deduplicated_chunk_equals_python_re():
+    """A chunk of repeated chatter (searched once per distinct translated line) where lines translated alike
+    differ in case, digits, rare letters, tabs and CRs: exactly re.search's lines and ids."""
+    import random
+
+    from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+
+    rnd = random.Random(3)
+    pats = _patterns() + [(r"\bTP\d+\]", True), (r"TP\d+\] Decode", True), (r"loss is nan", True),
+                          (r"Decode batch\. #running-req: [1-9]", False)]
+    base = ["[2025-03-29 18:56:25 DP0 TP0] Decode batch. #running-req: 12, #token: 3456",
+            "[2025-03-29 18:56:25 TP3] Decode batch. #running-req: 0, #token: 3456",
+            "step:12 - actor/grad_norm:0.5 - critic/rewards/mean:0.1", "INFO 03-29 loss is NaN",
+            "torch.OutOfMemoryError: CUDA out of memory.", "plain chatter line", "xTP1] not a rank prefix"]
+    lines = []
+    for _ in range(12000):
+        ln = rnd.choice(base)
+        ln = _variants(ln, rnd) if rnd.random() < 0.3 else ln
+        if rnd.random() < 0.05:  # a tab or CR in place of one space (translated as a space)
+            k = rnd.choice([i for i, c in enumerate(ln) if c == " "])
+            ln = ln[:k] + rnd.choice("\t\r") + ln[k + 1:]
+        lines.append(ln)
+    eng = LiteralEngine([(p, bool(ci) or "(?i" in p) for p, ci in pats])
+    skip = {i for i, (p, _) in enumerate(pats) if p in eng.unprefiltered}
+    want = {k: v - skip for k, v in _reference(pats, lines).items() if v - skip}
+    got = _engine_lines(eng, lines)
+    assert len(want) > 1000
+    assert got == want

@@ -1,12 +1,16 @@
 """The pure-Python multi-pattern prefilter (neither hyperscan nor google-re2 installed): required literals found
-with C-speed searches over a whole chunk, the real patterns run only on the lines that hold one.
+with C-speed searches over a whole chunk, the real patterns run only where one of them is.
 
-Each pattern gets a cover (regex_literals.py): literals of which every match contains one (``word_end``: and
-is followed by a non-word byte, from a ``\\b``). The chunk is translated once (``bytes.translate``, C speed)
-into the prefilter alphabet (regex_literals.ALPHABET: ASCII lowercase, digits as ``0``, blanks as a space,
-rare letters and non-ASCII bytes as one marker byte), so caseless and case-sensitive literals are searched
-alike (a wrong-case hit is dropped when its line is confirmed). Then the literals are searched with few passes
-of ``re``, whose literal-prefix search runs at memchr speed:
+Each pattern is cut into its top-level alternatives (regex_literals.top_level_branches; "units"), and each unit
+gets a cover (regex_literals.literal_spans): literals of which every match contains one, with how far from the
+match's start each can be (``word_end``: the literal is followed by a non-word byte, from a ``\\b``). The chunk
+is translated once (``bytes.translate``, C speed) into the prefilter alphabet (regex_literals.ALPHABET: ASCII
+lowercase, digits as ``0``, blanks as a space, rare letters, control and non-ASCII bytes as marker bytes), so
+caseless and case-sensitive literals are searched alike. Routine chatter translates to few distinct lines
+(timestamps, counters and ids become zeros): a chunk whose translated lines repeat is searched once per
+distinct line (``bytes.split`` + ``dict.fromkeys``, C speed) and the lines holding a literal are found back
+with ``itertools.compress``. The literals are searched with few passes of ``re``, whose literal-prefix search
+runs at memchr speed:
 
 - pivot passes: a pivot byte followed by a trie of what comes after it in each literal it stands for
   (``c(?:eed()|uda()|...)``); each hit's leaf literals are then looked for in the hit's line. Pivots are
@@ -14,23 +18,29 @@ of ``re``, whose literal-prefix search runs at memchr speed:
   the pivot byte ~8 ns plus ~3 ns per trie branch);
 - plain passes, one per literal no pivot takes (short literals of common bytes: ``nan``, ``tp0``); a literal
   that holds a shorter rare one is folded into it first (the shorter one's hits include its own);
-- a pattern without a cover is run over the whole chunk (``re.finditer``, listed in ``full``); one whose only
+- a unit without a cover is run over the whole chunk (``re.finditer``, listed in ``full``); a pattern whose only
   way is a back-reference with no literal (``(\\w+)(?:\\s+\\1){8,}``) is listed in ``unprefiltered`` instead
   (a whole-chunk scan for it costs ~60 ns a byte), and the caller scans for it itself.
 
-Every hit is mapped to its line; each candidate line is confirmed with the exact Python patterns of the
-literals it holds, on the line decoded as UTF-8 (as callers see it): first from just before the pattern's
-first literal hit (a match found there is a match of the line), and on an ASCII line a wholly caseless
-pattern runs lowercased over the lowercased line (``_lowered``: ``re`` has no fast search under ``re.I``).
-So ``line_hits`` is exact: the lines where a pattern matches, with every pattern that matches each of them.
-Speed (bench/bench_prefilter.py): about 2.3x a plain one-regex line loop on bench/gen_log.py's log, more where
-a rule regex matches most lines (SGLang rank prefixes), each such line being confirmed.
+Each candidate unit is confirmed on the line with the exact Python pattern (the line decoded as callers see it),
+planned once per distinct translated line (``_plan``): on an ASCII line, ``match`` at each offset where a match
+can start (a literal occurrence less its offset in a match: ``\\w(?:Error|Exit)\\b`` is tried one character
+before each ``error``), else ``search`` from the first offset where one can start (a caseless pattern
+lowercased over the lowercased line: ``re`` has no fast search under ``re.I``). A unit that reads lines only
+through the alphabet (regex_literals.translation_invariant: caseless ``\\bTP\\d+\\]``) is confirmed once per
+distinct translated ASCII line without tab, CR, VT or FF, its answer reused for the others. So ``line_hits`` is
+exact: the lines where a pattern matches, with every pattern that matches each of them.
+Speed (bench/bench_prefilter.py, 150 MB): 0.8x a plain one-regex line loop on bench/gen_log.py's log, 1.4x on
+bench/gen_real_log.py's with a rule regex matching 70% of its lines (SGLang rank prefixes), 0.9x without it.
 """
 from __future__ import annotations
 
 import re
+from itertools import accumulate, compress, count
 
-from grpo_debug.tools.engine.regex_literals import ALPHABET, byte_freq, required_literals, selectivity
+from grpo_debug.tools.engine.regex_literals import (ALPHABET, NONASCII, UNBOUNDED, byte_freq, literal_spans,
+                                                    required_literals, selectivity, top_level_branches,
+                                                    translation_invariant)
 
 _TAIL = 12           # bytes after the pivot kept in an anchor
 _MIN_TAIL = 3        # at least this many
@@ -39,7 +49,12 @@ _FOLD = 1e-6        # a literal is folded into a shorter one it holds only when 
 _PASS_NS = 0.45      # cost of one pass of a literal search, ns per byte
 _ATTEMPT_NS = 8.0    # cost of one occurrence of a pivot byte (the trie is tried there), ns ...
 _PER_ANCHOR_NS = 3.0  # ... plus this per anchor in its trie (re tries the alternatives one by one)
-_HINT = 24            # a confirmation first searches from this many bytes before the line's first hit
+_SPAN = 8             # a literal whose offset in a match varies more: search from the first offset instead of match
+_MAX_TRIES = 24       # match offsets per unit and line before one search is cheaper
+_DEDUPE_MIN = 1 << 16  # a chunk this large is split into lines and searched once per distinct translated line
+_PLAN_CACHE = 50_000  # translated lines whose confirmation plans are kept between chunks
+_MAX_DIRTY = 20_000   # lines with a tab/CR/VT/FF in a chunk before invariant units are confirmed on every line
+_NONE: list = []      # the plan of a line where no candidate unit can match
 _WORD_END = rb"(?![0-9a-z_])"  # in the prefilter alphabet: the next byte is not a word byte
 
 
@@ -163,38 +178,43 @@ class LiteralEngine:
     def __init__(self, patterns: list[tuple[str, bool]]):
         self.patterns = patterns
         self.unprefiltered: list[str] = []
-        self.full: list[int] = []  # pattern ids run over the whole chunk (no cover)
-        self._rx: dict[int, re.Pattern] = {}
-        self._lower: dict[int, re.Pattern | None] = {}  # caseless patterns as case-sensitive ones for lowercased ASCII
-        lit_pids: dict[tuple[bytes, bool], set[int]] = {}
+        self.full: list[int] = []  # pattern ids with an alternative run over the whole chunk (no cover)
+        self._units: list[tuple] = []  # (pattern id, regex, lowered regex or None, literal spans or None, invariant)
+        self._plans: dict[bytes, list] = {}  # translated line -> its confirmation plan (kept between chunks)
+        lit_units: dict[tuple[bytes, bool], set[int]] = {}
         for i, (p, ci) in enumerate(patterns):
             try:
-                self._rx[i] = re.compile(p, re.I if ci else 0)
-                self._lower[i] = _lowered(p, ci)
+                re.compile(p, re.I if ci else 0)
             except re.error:
                 self.unprefiltered.append(p)
                 continue
-            cover = required_literals(p, ci)
-            if cover is None and has_backref(p):
+            if has_backref(p) and required_literals(p, ci) is None:
                 self.unprefiltered.append(p)
-            elif cover is None:
-                self.full.append(i)
-            for lit, _ci, word_end in cover or ():
-                lit_pids.setdefault((lit.translate(ALPHABET), word_end), set()).add(i)
-        self._full_rx = {i: re.compile(patterns[i][0], re.M | (re.I if patterns[i][1] else 0)) for i in self.full}
-        self._build(lit_pids)
+                continue
+            for alt in top_level_branches(p):
+                spans = literal_spans(alt, ci)
+                u = len(self._units)
+                self._units.append((i, re.compile(alt, re.I if ci else 0), _lowered(alt, ci), _spans(spans),
+                                    translation_invariant(alt, ci)))
+                if spans is None:
+                    self.full += [] if i in self.full else [i]
+                for lit, _ci, word_end, _lo, _hi in spans or ():
+                    lit_units.setdefault((lit.translate(ALPHABET), word_end), set()).add(u)
+        self._full_rx = [(u, re.compile(unit[1].pattern, re.M | unit[1].flags)) for u, unit in enumerate(self._units)
+                         if unit[3] is None]
+        self._build(lit_units)
 
-    def _build(self, lit_pids: dict[tuple[bytes, bool], set[int]]) -> None:
-        """The pivot passes and the plain passes, each hit mapped to the pattern ids it stands for."""
+    def _build(self, lit_units: dict[tuple[bytes, bool], set[int]]) -> None:
+        """The pivot passes and the plain passes, each hit mapped to the units it stands for."""
         kept: list[tuple[bytes, bool]] = []
         stands: dict[tuple[bytes, bool], set[int]] = {}
-        for key in sorted(lit_pids, key=lambda k: (len(k[0]), k[1])):  # a literal holding a shorter one: folded
+        for key in sorted(lit_units, key=lambda k: (len(k[0]), k[1])):  # a literal holding a shorter one: folded
             into = next((q for q in kept if selectivity(q[0]) <= _FOLD and _holds(key, q)), None)
             if into is None:
                 kept.append(key)
-                stands[key] = set(lit_pids[key])
+                stands[key] = set(lit_units[key])
             else:
-                stands[into] |= lit_pids[key]
+                stands[into] |= lit_units[key]
         pivots, plain = _pick_pivots(kept)
         self._passes: list[tuple[re.Pattern, list | None, set[int]]] = []
         for c, anchors in sorted(pivots.items(), key=lambda kv: byte_freq(kv[0])):
@@ -208,13 +228,12 @@ class LiteralEngine:
         for key in sorted(plain):
             self._passes.append((re.compile(re.escape(key[0]) + (_WORD_END if key[1] else b"")), None, stands[key]))
 
-    def _candidates(self, buf: bytes, t: bytes) -> dict[int, dict[int, int]]:
-        """Line start -> {id of a pattern whose literal the line holds: offset of the first such hit} (before
-        confirmation). A pivot hit stands for the literals of its trie leaf; each is looked for in the hit's
-        line (``bytes.find``)."""
-        cand: dict[int, dict[int, int]] = {}
-        find, rfind, tfind, n = buf.find, buf.rfind, t.find, len(buf)
-        for rx, leaf, pids in self._passes:
+    def _candidates(self, t: bytes) -> dict[int, set[int]]:
+        """Line start in ``t`` (translated text) -> the units one of whose literals the line holds. A pivot hit
+        stands for the literals of its trie leaf; each is looked for in the hit's line (``bytes.find``)."""
+        cand: dict[int, set[int]] = {}
+        find, rfind, n = t.find, t.rfind, len(t)
+        for rx, leaf, units in self._passes:
             search, pos, ls, le = rx.search, 0, -1, -1
             while (m := search(t, pos)) is not None:
                 s = m.start()
@@ -223,68 +242,196 @@ class LiteralEngine:
                     le = find(b"\n", s)
                     le = n if le < 0 else le
                 if leaf is None:
-                    got = pids
+                    got = units
                     pos = le + 1
                 else:
                     pos = s + 1
                     got = set()
-                    for wsearch, lit, lp in leaf[m.lastindex]:
-                        if (tfind(lit, ls, le) >= 0) if wsearch is None else (wsearch(t, ls, le) is not None):
-                            got |= lp
+                    for wsearch, lit, lu in leaf[m.lastindex]:
+                        if (find(lit, ls, le) >= 0) if wsearch is None else (wsearch(t, ls, le) is not None):
+                            got |= lu
                     if not got:
                         continue
                 cur = cand.get(ls)
                 if cur is None:
-                    cand[ls] = dict.fromkeys(got, s)
+                    cand[ls] = set(got)
                 else:
-                    for i in got:
-                        if cur.get(i, n) > s:
-                            cur[i] = s
+                    cur |= got
         return cand
+
+    def _lines(self, t: bytes) -> tuple[list[tuple[int, bytes]], dict[bytes, set[int]]]:
+        """((line start, translated line) of each candidate line in order, translated line -> its units). A
+        chunk whose translated lines repeat (digits are 0, case is gone: routine chatter) is searched once per
+        distinct line."""
+        lines = t.split(b"\n") if len(t) >= _DEDUPE_MIN else None
+        uniq = dict.fromkeys(lines) if lines is not None else {}
+        if lines is None or len(uniq) * 2 > len(lines):
+            cand = self._candidates(t)
+            find, n, items, units = t.find, len(t), [], {}
+            for ls in sorted(cand):
+                le = find(b"\n", ls)
+                tl = t[ls: n if le < 0 else le]
+                items.append((ls, tl))
+                units[tl] = cand[ls]
+            return items, units
+        st = b"\n".join(uniq)
+        find, n, units = st.find, len(st), {}
+        for ls, got in self._candidates(st).items():
+            le = find(b"\n", ls)
+            units[st[ls: n if le < 0 else le]] = got
+        offs = list(accumulate(map(len, lines), initial=0))
+        idx = compress(count(), map(units.__contains__, lines))
+        return [(offs[i] + i, lines[i]) for i in idx], units
+
+    def _plan(self, tl: bytes, units: set[int]) -> list:
+        """How to confirm the candidate units on a line translated as ``tl``: [entries of translation-invariant
+        units, other entries, whether the line is ASCII, the invariant units' answer once known]. An entry is
+        (pattern id, regex, lowered regex, positions, start): positions are the offsets to ``match`` at on an
+        ASCII line (every match starts at one: a literal occurrence less its offset in a match), else None and
+        ``search`` from start."""
+        inv, rest = [], []
+        find = tl.find
+        for u in sorted(units):
+            pid, rx, low, lits, invariant = self._units[u]
+            occ = []
+            for lit, lo, hi in lits:
+                h = find(lit)
+                while h >= 0:
+                    occ.append((h, lo, hi))
+                    h = find(lit, h + 1)
+            if not occ:  # its literal came from a shorter one folded into it: it cannot match here
+                continue
+            poss, start = None, 0
+            if all(hi - lo <= _SPAN for _, lo, hi in occ):
+                poss = sorted({h - d for h, lo, hi in occ for d in range(lo, hi + 1) if d <= h})
+            if poss is not None and len(poss) > _MAX_TRIES:
+                poss, start = None, poss[0]
+            elif poss is None and all(hi < UNBOUNDED for _, _, hi in occ):
+                start = max(0, min(h - hi for h, _, hi in occ))
+            (inv if invariant else rest).append((pid, rx, low, poss, start))
+        return [inv, rest, NONASCII not in tl, None] if inv or rest else _NONE
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
         """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
-        matching each line); at most ``limit`` lines (the first ones). Each candidate pattern is first tried
-        from a little before the line's first literal hit (a match found there is a match of the line: ``^``
-        and ``\\A`` cannot match past the line start), then over the whole line."""
-        cand = self._candidates(buf, buf.translate(ALPHABET))
-        text = buf.decode("ascii") if buf.isascii() else None
-        if self.full:
-            src = text if text is not None else buf.decode("latin-1")  # 1 byte -> 1 char: offsets are bytes
-            for i, rx in self._full_rx.items():
-                for m in rx.finditer(src):
-                    cand.setdefault(buf.rfind(b"\n", 0, m.start()) + 1, {}).setdefault(i, m.start())
-        find, n, rxs, low = buf.find, len(buf), self._rx, self._lower
+        matching each line); at most ``limit`` lines (the first ones). Each candidate unit is confirmed on the
+        line with ``match`` at each offset where one of its matches can start (ASCII lines, literals at a bounded
+        offset in a match), else with ``search`` from the first offset where a match can start; a translation-
+        invariant unit once per distinct translated ASCII line without tab, CR, VT or FF."""
+        items, units = self._lines(buf.translate(ALPHABET))
+        extra = self._full_scan(buf) if self._full_rx else {}
+        plans = self._plans
+        if len(plans) > _PLAN_CACHE:
+            plans.clear()
         starts: list[int] = []
         ids: list[set[int]] = []
-        for ls in sorted(cand):
-            hints = cand[ls]
-            le = find(b"\n", ls)
-            raw = buf[ls: n if le < 0 else le]
-            got = set()
-            if text is not None or raw.isascii():  # byte offsets are character offsets
-                line, lline, shift = raw.decode("ascii"), None, ls + _HINT
-                for i, h in hints.items():
-                    rx = low[i]
-                    if rx is None:
-                        rx, subject = rxs[i], line
-                    else:
-                        lline = lline if lline is not None else line.lower()
-                        subject = lline
-                    if (h > shift and rx.search(subject, h - shift)) or rx.search(subject):
-                        got.add(i)
+        stop = limit if limit is not None and not extra else None
+        dirty = None  # line starts with a tab, CR, VT or FF (computed when first needed); False: too many
+        for ls, tl in items:
+            plan = plans.get(tl)
+            if plan is None:
+                plan = plans[tl] = self._plan(tl, units[tl])
+            if plan is _NONE:
+                continue
+            inv, rest, ascii_line, known = plan
+            if inv and ascii_line:
+                if dirty is None:
+                    dirty = _odd_blank_lines(buf)
+                if dirty is not False and ls not in dirty:
+                    if known is None:
+                        known = plan[3] = _confirm(inv, buf[ls: ls + len(tl)])
+                    got = set(known) if not rest else known | _confirm(rest, buf[ls: ls + len(tl)], known)
+                else:
+                    got = _confirm(inv + rest, buf[ls: ls + len(tl)])
             else:
-                line = raw.decode("utf-8", "replace")
-                got = {i for i in hints if rxs[i].search(line)}
+                got = _confirm(inv + rest if inv else rest, buf[ls: ls + len(tl)])
             if got:
                 starts.append(ls)
                 ids.append(got)
-                if limit is not None and len(starts) >= limit:
+                if stop is not None and len(starts) >= stop:
                     break
+        if extra:
+            starts, ids = self._merge(buf, starts, ids, extra)
+            if limit is not None:
+                starts, ids = starts[:limit], ids[:limit]
         return starts, ids
+
+    def _full_scan(self, buf: bytes) -> dict[int, set[int]]:
+        """Line start -> the units without a cover that match somewhere from there (whole-chunk finditer)."""
+        src = buf.decode("latin-1")  # 1 byte -> 1 char: offsets are bytes
+        out: dict[int, set[int]] = {}
+        rfind = buf.rfind
+        for u, rx in self._full_rx:
+            for m in rx.finditer(src):
+                out.setdefault(rfind(b"\n", 0, m.start()) + 1, set()).add(u)
+        return out
+
+    def _merge(self, buf: bytes, starts: list[int], ids: list[set[int]], extra: dict[int, set[int]]):
+        """The confirmed lines with those where a unit without a cover matches."""
+        res = dict(zip(starts, ids))
+        find, n = buf.find, len(buf)
+        for ls, us in extra.items():
+            le = find(b"\n", ls)
+            line = buf[ls: n if le < 0 else le].decode("utf-8", "replace")
+            got = {self._units[u][0] for u in us if self._units[u][1].search(line)}
+            if got:
+                res.setdefault(ls, set()).update(got)
+        keys = sorted(res)
+        return keys, [res[k] for k in keys]
 
     def stats(self) -> dict:
         """What the engine searches for (benchmarks, tests): pivot passes, plain literals, whole-chunk patterns."""
         return {"pivot_passes": [rx.pattern[:1] for rx, leaf, _ in self._passes if leaf is not None],
                 "plain_literals": [rx.pattern for rx, leaf, _ in self._passes if leaf is None],
                 "full_scan": [self.patterns[i][0] for i in self.full], "unprefiltered": list(self.unprefiltered)}
+
+
+def _spans(spans) -> list[tuple[bytes, int, int]] | None:
+    """A unit's literals in the prefilter alphabet with their (lo, hi) offsets in a match."""
+    if spans is None:
+        return None
+    return sorted({(lit.translate(ALPHABET), lo, hi) for lit, _ci, _we, lo, hi in spans})
+
+
+def _odd_blank_lines(buf: bytes) -> set[int] | bool:
+    """The starts of the lines of ``buf`` that hold a tab, CR, VT or FF (translated as a space), or False
+    when there are more than _MAX_DIRTY of them."""
+    out: set[int] = set()
+    find, rfind = buf.find, buf.rfind
+    for b in b"\t\r\x0b\x0c":
+        i = find(b)
+        while i >= 0:
+            out.add(rfind(b"\n", 0, i) + 1)
+            if len(out) > _MAX_DIRTY:
+                return False
+            e = find(b"\n", i)
+            i = find(b, e) if e >= 0 else -1
+    return out
+
+
+def _confirm(plan: list[tuple], raw: bytes, skip: frozenset | set = frozenset()) -> set[int]:
+    """The pattern ids of ``plan`` (not in ``skip``) that match the line ``raw`` (bytes, no newline)."""
+    got: set[int] = set()
+    if raw.isascii():
+        line, lower = raw.decode("ascii"), None
+        for pid, rx, low, poss, start in plan:
+            if pid in got or pid in skip:
+                continue
+            if poss is not None:
+                match = rx.match
+                for p in poss:
+                    if match(line, p) is not None:
+                        got.add(pid)
+                        break
+            elif low is not None:
+                if lower is None:
+                    lower = line.lower()
+                if low.search(lower, start) is not None:
+                    got.add(pid)
+            elif rx.search(line, start) is not None:
+                got.add(pid)
+    else:
+        line = raw.decode("utf-8", "replace")
+        for pid, rx, _low, _poss, _start in plan:
+            if pid not in got and pid not in skip and rx.search(line) is not None:
+                got.add(pid)
+    return got

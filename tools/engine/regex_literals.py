@@ -45,18 +45,27 @@ DEFAULT_FREQ = 0.005
 _FREQ = [LOG_FREQ.get(chr(b), DEFAULT_FREQ) for b in range(256)]
 
 # The prefilter alphabet (prefilter_python.py translates each chunk with ALPHABET before searching): ASCII
-# lowercase, every digit written as 0, every blank but the newline as a space, and the rare bytes (at most
-# RARE_PERCENT of log bytes: the rare letters, control and non-ASCII bytes; punctuation stays itself) as one
-# MARK byte.
-MARK = 0
+# lowercase, every digit written as 0, every blank but the newline as a space, the rare letters (at most
+# RARE_PERCENT of log bytes) as one MARK byte, the other control bytes as CTRL (SEP for \\x1c-\\x1f, which
+# ``\\s`` matches) and every non-ASCII byte as NONASCII (a translated line without it was ASCII); punctuation,
+# the newline and ESC stay themselves. On ASCII
+# text each byte of the alphabet stands for bytes that ``\\w``, ``\\d``, ``\\s`` and ``\\b`` see alike
+# (translation_invariant relies on it).
+MARK, NONASCII, CTRL, SEP = 0, 1, 2, 3
 RARE_PERCENT = 0.66
 
 
 def _alphabet() -> bytes:
     t = bytearray(bytes(range(256)).lower())
     for b in range(256):
-        if _FREQ[t[b]] <= RARE_PERCENT and (t[b] >= 0x80 or chr(t[b]).isalpha() or t[b] < 0x20) and t[b] != 10:
+        if b >= 0x80:
+            t[b] = NONASCII
+        elif chr(t[b]).isalpha() and _FREQ[t[b]] <= RARE_PERCENT:
             t[b] = MARK
+        elif b < 0x20 and _FREQ[b] <= RARE_PERCENT and b != 10:
+            t[b] = CTRL
+    for b in b"\x1c\x1d\x1e\x1f":
+        t[b] = SEP
     for b in b"0123456789":
         t[b] = ord("0")
     for b in b"\t\r\x0b\x0c":
@@ -128,12 +137,16 @@ def _cost(cover: Cover) -> float:
 _WORD = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
-def _literal(run: bytes, ci: bool, word_end: bool = False) -> tuple[bytes, bool, bool]:
+UNBOUNDED = 1 << 30  # an offset bound meaning "no bound"
+
+
+def _literal(run: bytes, ci: bool, word_end: bool, lo: int, hi: int) -> tuple[bytes, bool, bool, int, int]:
+    """(literal, caseless, word_end, lo, hi): a run cut to _MAX_RUN bytes, and where it starts in a match."""
     s = bytes(run)
     if len(s) > _MAX_RUN:  # keep the middle: the start is often a common word ("CUDA ", "The ")
         mid = (len(s) - _MAX_RUN) // 2
-        s, word_end = s[mid: mid + _MAX_RUN], False
-    return (s.lower() if ci else s), ci, word_end
+        s, word_end, lo, hi = s[mid: mid + _MAX_RUN], False, lo + mid, hi + mid
+    return (s.lower() if ci else s), ci, word_end, lo, min(hi, UNBOUNDED)
 
 
 def _char_bytes(code: int, ci: bool) -> bytes | None:
@@ -202,29 +215,53 @@ def _seq_alts(items, ci: bool) -> list[bytes] | None:
 _MAX_ALTS = 16  # strings a run may fork into (``(?:a|b)(?:c|d)`` -> 4)
 
 
+def _add(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return a[0] + b[0], min(a[1] + b[1], UNBOUNDED)
+
+
+def _width(state, op, av) -> tuple[int, int]:
+    """(fewest, most) characters one parse item matches (most: UNBOUNDED when it has no bound)."""
+    try:
+        lo, hi = _p.SubPattern(state, [(op, av)]).getwidth()
+    except Exception:  # noqa: BLE001 - a construct getwidth does not know: no bound
+        return 0, UNBOUNDED
+    return min(lo, UNBOUNDED), min(hi, UNBOUNDED)
+
+
+def _shift(cover: Cover, at: tuple[int, int]) -> Cover:
+    """A sub-item's cover with its literals' offsets made relative to the enclosing sequence."""
+    return Cover((lit, ci, we, lo + at[0], min(hi + at[1], UNBOUNDED)) for lit, ci, we, lo, hi in cover)
+
+
 class _Runs:
-    """The literal runs of a sequence being read: every match holds one of ``cur`` (all forks of the run)."""
+    """The literal runs of a sequence being read: every match holds one of ``cur`` (all forks of the run),
+    which start ``at`` (fewest, most) characters after the start of the sequence's match."""
 
     def __init__(self, ci: bool, options: list) -> None:
-        self.ci, self.options, self.cur = ci, options, [b""]
+        self.ci, self.options, self.cur, self.at = ci, options, [b""], (0, 0)
 
-    def extend(self, alts: list[bytes]) -> None:
+    def extend(self, alts: list[bytes], at: tuple[int, int]) -> None:
+        if self.cur == [b""]:
+            self.at = at
         if len(self.cur) * len(alts) > _MAX_ALTS:
             self.flush()
-            self.cur = list(alts)
+            self.cur, self.at = list(alts), at
         else:
             self.cur = [x + y for x in self.cur for y in alts]
 
-    def flush(self, restart: list[bytes] | None = None, word_end: bool = False) -> None:
-        forks = sorted(set(self.cur))
+    def flush(self, restart: list[bytes] | None = None, word_end: bool = False,
+              restart_at: tuple[int, int] = (0, 0)) -> None:
+        forks, (lo, hi) = sorted(set(self.cur)), self.at
         if all(len(r) >= MIN_LITERAL for r in forks):
-            self.options.append(Cover(_literal(r, self.ci, word_end) for r in forks))
+            self.options.append(Cover(_literal(r, self.ci, word_end, lo, hi) for r in forks))
         if len(forks) > 1:  # what every fork starts or ends with is a cover of one literal
             pre, suf = os.path.commonprefix(forks), os.path.commonprefix([r[::-1] for r in forks])[::-1]
-            for lit, we in ((pre, False), (suf, word_end)):
-                if len(lit) >= MIN_LITERAL:
-                    self.options.append(Cover([_literal(lit, self.ci, we)]))
-        self.cur = restart if restart is not None else [b""]
+            if len(pre) >= MIN_LITERAL:
+                self.options.append(Cover([_literal(pre, self.ci, False, lo, hi)]))
+            if len(suf) >= MIN_LITERAL:  # it starts where each fork's own end part starts
+                offs = [len(r) - len(suf) for r in forks]
+                self.options.append(Cover([_literal(suf, self.ci, word_end, lo + min(offs), hi + max(offs))]))
+        self.cur, self.at = (restart, restart_at) if restart is not None else ([b""], (0, 0))
 
     def boundary(self) -> None:
         """A ``\\b`` after runs that end in a word character: the next character is not one (a literal that
@@ -233,46 +270,66 @@ class _Runs:
             self.flush(word_end=True)
 
 
-def _seq_cover(items, ci: bool) -> Cover | None:
-    """Best cover of a sequence of parse items (None when no item has one)."""
+def _sub_cover(op, av, ci: bool, sub_ci: bool, state) -> Cover | None:
+    """The cover of a group, repeat (at least once), alternation or atomic group, offsets from its start."""
+    if op is _c.SUBPATTERN:
+        return _seq_cover(av[-1], sub_ci, state)
+    if op in _REPEATS:
+        return _seq_cover(av[2], ci, state) if av[0] >= 1 else None  # the first copy holds one
+    if op is _c.BRANCH:
+        covers = [_seq_cover(b, ci, state) for b in av[1]]
+        return Cover().union(*covers) if all(c is not None for c in covers) else None
+    if op is _ATOMIC:
+        return _seq_cover(av, ci, state)
+    return None
+
+
+def _seq_cover(items, ci: bool, state) -> Cover | None:
+    """Best cover of a sequence of parse items (None when no item has one): (literal, caseless, word_end, lo,
+    hi) tuples, lo..hi the characters from the start of the sequence's match to the literal (a literal of a
+    variable-width part: hi UNBOUNDED)."""
     options: list[Cover] = []
     runs = _Runs(ci, options)
+    pos = (0, 0)
     for op, av in items:
+        at, pos = pos, _add(pos, _width(state, op, av))
         if op is _c.AT and av is _c.AT_BOUNDARY:
             runs.boundary()
             continue
         if op in _ZERO_WIDTH:
             continue  # zero width: its neighbours are adjacent in the text
+        sub_ci = ci
         if op is _c.SUBPATTERN:
             sub_ci = (ci or bool(av[-3] & re.I)) and not (av[-2] & re.I)
             alts = _seq_alts(av[-1], ci) if sub_ci == ci else None
         else:
             alts = _alts(op, av, ci)
         if alts is not None:
-            runs.extend(alts)
+            runs.extend(alts, at)
             continue
         if op in _REPEATS and av[0] >= 1 and (one := _seq_alts(av[2], ci)) is not None and len(one) == 1:
             unit = one[0] * min(av[0], _MAX_RUN)  # x{6,}: the run goes on with its lo copies
-            runs.extend([unit])
-            if av[1] != av[0]:  # a variable count: what follows is adjacent to the last lo copies only
-                runs.flush(restart=[unit])
+            runs.extend([unit], at)
+            if av[1] != av[0] or av[0] > _MAX_RUN:  # what follows is adjacent to the last copies only
+                runs.flush(restart=[unit], restart_at=(at[0], UNBOUNDED))
             continue
         runs.flush()
-        if op is _c.SUBPATTERN:
-            sub = _seq_cover(av[-1], sub_ci)
-        elif op in _REPEATS:
-            sub = _seq_cover(av[2], ci) if av[0] >= 1 else None
-        elif op is _c.BRANCH:
-            covers = [_seq_cover(b, ci) for b in av[1]]
-            sub = Cover().union(*covers) if all(c is not None for c in covers) else None
-        elif op is _ATOMIC:
-            sub = _seq_cover(av, ci)
-        else:
-            sub = None
+        sub = _sub_cover(op, av, ci, sub_ci, state)
         if sub is not None:
-            options.append(sub)
+            options.append(_shift(sub, at))
     runs.flush()
     return min(options, key=_cost) if options else None
+
+
+def _cover(pattern: str, caseless: bool) -> Cover | None:
+    try:
+        tree = _p.parse(pattern, re.I if caseless else 0)
+    except (re.error, OverflowError, RecursionError):
+        return None
+    try:
+        return _seq_cover(list(tree), bool(tree.state.flags & re.I), tree.state)
+    except RecursionError:
+        return None
 
 
 def required_literals(pattern: str, caseless: bool = False) -> list[tuple[bytes, bool, bool]] | None:
@@ -282,13 +339,138 @@ def required_literals(pattern: str, caseless: bool = False) -> list[tuple[bytes,
     in the prefilter alphabet's terms for ``\\d`` (``0``) and ``\\s`` (a space).
     Literals are UTF-8 bytes, at least MIN_LITERAL of them. None when the pattern has no such cover or does
     not parse. Example: ``r"CUDA out of memory|torch\\.OutOfMemoryError"`` -> the two literals, case-sensitive."""
+    cover = _cover(pattern, caseless)
+    return sorted({lit[:3] for lit in cover}) if cover else None
+
+
+def literal_spans(pattern: str, caseless: bool = False) -> list[tuple[bytes, bool, bool, int, int]] | None:
+    """The cover of :func:`required_literals` with where each literal can start: (literal, caseless, word_end,
+    lo, hi), every match of ``pattern`` holds one of the literals starting lo to hi characters after the match's
+    start (hi is UNBOUNDED when the part before it has no bound, ``.*x``). Offsets are exact for ASCII text (a
+    literal's own non-ASCII characters count as their UTF-8 bytes). None as for required_literals.
+    Example: ``r"\\w(?:Error|Exit)\\b"`` -> ``(b"Error", False, True, 1, 1)``, ``(b"Exit", False, True, 1, 1)``."""
+    cover = _cover(pattern, caseless)
+    return sorted(cover) if cover else None
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` as patterns of their own (a leading global flag group such as
+    ``(?i)`` copied onto each): a line matches ``pattern`` exactly where it matches one of them. ``[pattern]``
+    when it cannot be cut safely: one alternative, a back-reference or conditional (group numbers would
+    change), verbose mode or a comment, or an alternative that does not compile alone."""
+    if re.search(r"\\[1-9]|\(\?P=|\(\?\(|\(\?#", pattern):
+        return [pattern]
+    flags = re.match(r"\(\?[aiLmsux]+\)", pattern)
+    head = flags.group(0) if flags else ""
+    if "x" in head:
+        return [pattern]
+    out, depth, cur, i, body = [], 0, [], len(head), pattern
+    cls = -1  # index in cur of the "[" of the class being read, -1 outside a class
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            cur.append(body[i:i + 2])
+            i += 2
+            continue
+        if cls >= 0:  # a "]" first in the class (after an optional "^") is a literal
+            if c == "]" and len(cur) > cls + 1 + (cur[cls + 1:cls + 2] == ["^"]):
+                cls = -1
+        elif c == "[":
+            cls = len(cur)
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(c)
+        i += 1
+    out.append("".join(cur))
+    if len(out) < 2:
+        return [pattern]
+    out = [head + b for b in out]
+    try:
+        for b in out:
+            re.compile(b)
+    except re.error:
+        return [pattern]
+    return out
+
+
+def _ascii_classes() -> list[str]:
+    """The ASCII characters a line can hold (no newline; tab, CR, VT, FF aside: callers check a line has
+    none), grouped by the alphabet byte each is translated to."""
+    groups: dict[int, str] = {}
+    for b in range(128):
+        if b not in b"\n\t\r\x0b\x0c":
+            groups[ALPHABET[b]] = groups.get(ALPHABET[b], "") + chr(b)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+_CLASSES = _ascii_classes()
+_ATOMS = (_c.LITERAL, _c.NOT_LITERAL, _c.IN, _c.ANY)
+_ATOM_CACHE: dict[tuple, bool] = {}
+
+
+def _atom_invariant(op, av, flags: int) -> bool:
+    """Whether one character item matches all or none of the characters of each alphabet class (Python's own
+    matcher decides: the item is compiled alone)."""
+    key = (op, repr(av), flags)
+    got = _ATOM_CACHE.get(key)
+    if got is None:
+        try:
+            import re._compiler as _comp  # noqa: PLC0415 - Python 3.11+
+        except ImportError:  # pragma: no cover - Python 3.10
+            import sre_compile as _comp  # type: ignore[no-redef]
+        state = _p.State()
+        state.flags = flags
+        try:
+            rx = _comp.compile(_p.SubPattern(state, [(op, av)]), flags)
+            got = all(len({bool(rx.fullmatch(ch)) for ch in cls}) == 1 for cls in _CLASSES)
+        except Exception:  # noqa: BLE001 - an item that cannot be compiled alone: say no
+            got = False
+        _ATOM_CACHE[key] = got
+    return got
+
+
+def _items_invariant(items, flags: int) -> bool:
+    for op, av in items:
+        if op in _ATOMS:
+            if not _atom_invariant(op, av, flags):
+                return False
+        elif op is _c.AT:
+            if av in (_c.AT_BOUNDARY, _c.AT_NON_BOUNDARY) and not _atom_invariant(
+                    _c.IN, [(_c.CATEGORY, _c.CATEGORY_WORD)], flags):
+                return False
+        elif op is _c.SUBPATTERN:
+            if not _items_invariant(av[-1], (flags | av[-3]) & ~av[-2]):
+                return False
+        elif op is _c.BRANCH:
+            if not all(_items_invariant(b, flags) for b in av[1]):
+                return False
+        elif op in _REPEATS:
+            if not _items_invariant(av[2], flags):
+                return False
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            if not _items_invariant(av[1], flags):
+                return False
+        elif op is _ATOMIC:
+            if not _items_invariant(av, flags):
+                return False
+        else:  # back-references, conditionals, anything else
+            return False
+    return True
+
+
+def translation_invariant(pattern: str, caseless: bool = False) -> bool:
+    """Whether ``pattern`` gives the same answer on any two ASCII lines (without tab, CR, VT or FF) that
+    ALPHABET translates alike: every character it tests it tests the same way for all characters of an
+    alphabet class (case, digit, rare-letter and control-byte differences are invisible to it). A caseless
+    ``\\bTP\\d+\\]`` is; ``step``, ``[1-9]``, ``x`` (a rare letter) or a back-reference is not. False when
+    unsure."""
     try:
         tree = _p.parse(pattern, re.I if caseless else 0)
-    except (re.error, OverflowError, RecursionError):
-        return None
-    ci = bool(tree.state.flags & re.I)
-    try:
-        cover = _seq_cover(list(tree), ci)
-    except RecursionError:
-        return None
-    return sorted(cover) if cover else None
+        return _items_invariant(list(tree), tree.state.flags)
+    except Exception:  # noqa: BLE001 - parse errors, recursion: say no
+        return False
