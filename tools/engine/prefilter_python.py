@@ -35,6 +35,7 @@ bench/gen_real_log.py's with a rule regex matching 70% of its lines (SGLang rank
 """
 from __future__ import annotations
 
+import functools
 import re
 from itertools import accumulate, compress, count
 
@@ -179,128 +180,125 @@ class LiteralEngine:
         self.patterns = patterns
         self.unprefiltered: list[str] = []
         self.full: list[int] = []  # pattern ids with an alternative run over the whole chunk (no cover)
-        self._units: list[tuple] = []  # (pattern id, regex, lowered regex or None, literal spans or None, invariant)
+        self._units: list[tuple] = []  # (pattern id, regex, lowered regex or None, has a cover, invariant)
         self._plans: dict[bytes, list] = {}  # translated line -> its confirmation plan (kept between chunks)
-        lit_units: dict[tuple[bytes, bool], set[int]] = {}
+        lit_refs: dict[tuple[bytes, bool], list[tuple[int, bytes, int, int]]] = {}
         for i, (p, ci) in enumerate(patterns):
-            try:
-                re.compile(p, re.I if ci else 0)
-            except re.error:
+            alts = _analyse(p, bool(ci))
+            if alts is None:
                 self.unprefiltered.append(p)
                 continue
-            if has_backref(p) and required_literals(p, ci) is None:
-                self.unprefiltered.append(p)
-                continue
-            for alt in top_level_branches(p):
-                spans = literal_spans(alt, ci)
+            for rx, low, spans, invariant in alts:
                 u = len(self._units)
-                self._units.append((i, re.compile(alt, re.I if ci else 0), _lowered(alt, ci), _spans(spans),
-                                    translation_invariant(alt, ci)))
+                self._units.append((i, rx, low, spans is not None, invariant))
                 if spans is None:
                     self.full += [] if i in self.full else [i]
-                for lit, _ci, word_end, _lo, _hi in spans or ():
-                    lit_units.setdefault((lit.translate(ALPHABET), word_end), set()).add(u)
+                for lit, word_end, lo, hi in spans or ():
+                    lit_refs.setdefault((lit, word_end), []).append((u, lit, lo, hi))
         self._full_rx = [(u, re.compile(unit[1].pattern, re.M | unit[1].flags)) for u, unit in enumerate(self._units)
-                         if unit[3] is None]
-        self._build(lit_units)
+                         if not unit[3]]
+        self._build(lit_refs)
 
-    def _build(self, lit_units: dict[tuple[bytes, bool], set[int]]) -> None:
-        """The pivot passes and the plain passes, each hit mapped to the units it stands for."""
+    def _build(self, lit_refs: dict[tuple[bytes, bool], list[tuple[int, bytes, int, int]]]) -> None:
+        """The pivot passes and the plain passes; each hit stands for a searched literal (an index into
+        ``_refs``: the (unit, literal, lo, hi) of it and of the longer literals folded into it)."""
         kept: list[tuple[bytes, bool]] = []
-        stands: dict[tuple[bytes, bool], set[int]] = {}
-        for key in sorted(lit_units, key=lambda k: (len(k[0]), k[1])):  # a literal holding a shorter one: folded
+        refs: dict[tuple[bytes, bool], list] = {}
+        for key in sorted(lit_refs, key=lambda k: (len(k[0]), k[1])):  # a literal holding a shorter one: folded
             into = next((q for q in kept if selectivity(q[0]) <= _FOLD and _holds(key, q)), None)
             if into is None:
                 kept.append(key)
-                stands[key] = set(lit_units[key])
+                refs[key] = list(lit_refs[key])
             else:
-                stands[into] |= lit_units[key]
+                refs[into] += lit_refs[key]
+        index = {key: k for k, key in enumerate(kept)}
+        self._refs = [refs[key] for key in kept]
         pivots, plain = _pick_pivots(kept)
-        self._passes: list[tuple[re.Pattern, list | None, set[int]]] = []
+        self._passes: list[tuple[re.Pattern, list | None, int]] = []
         for c, anchors in sorted(pivots.items(), key=lambda kv: byte_freq(kv[0])):
             trie = _Trie()
             for key, k in anchors:
                 trie.add(key[0][k + 1: k + 1 + _TAIL], key)
             rx, groups = trie.compile(c)
-            leaves = [[(re.compile(re.escape(key[0]) + _WORD_END).search if key[1] else None, key[0], stands[key])
+            leaves = [[(re.compile(re.escape(key[0]) + _WORD_END).search if key[1] else None, key[0], index[key])
                        for key in sorted(g)] for g in groups]
-            self._passes.append((rx, leaves, set()))
+            self._passes.append((rx, leaves, -1))
         for key in sorted(plain):
-            self._passes.append((re.compile(re.escape(key[0]) + (_WORD_END if key[1] else b"")), None, stands[key]))
+            self._passes.append((re.compile(re.escape(key[0]) + (_WORD_END if key[1] else b"")), None, index[key]))
 
     def _candidates(self, t: bytes) -> dict[int, set[int]]:
-        """Line start in ``t`` (translated text) -> the units one of whose literals the line holds. A pivot hit
-        stands for the literals of its trie leaf; each is looked for in the hit's line (``bytes.find``)."""
+        """Line start in ``t`` (translated text) -> the searched literals (``_refs`` indices) the line holds. A
+        pivot hit stands for the literals of its trie leaf; each is looked for in the hit's line (``bytes.find``)."""
         cand: dict[int, set[int]] = {}
         find, rfind, n = t.find, t.rfind, len(t)
-        for rx, leaf, units in self._passes:
+        for rx, leaf, ref in self._passes:
             search, pos, ls, le = rx.search, 0, -1, -1
+            tried: set[int] = set()  # leaf literals already looked for in this line
             while (m := search(t, pos)) is not None:
                 s = m.start()
                 if s >= le:
                     ls = rfind(b"\n", 0, s) + 1
                     le = find(b"\n", s)
                     le = n if le < 0 else le
-                if leaf is None:
-                    got = units
-                    pos = le + 1
-                else:
-                    pos = s + 1
-                    got = set()
-                    for wsearch, lit, lu in leaf[m.lastindex]:
-                        if (find(lit, ls, le) >= 0) if wsearch is None else (wsearch(t, ls, le) is not None):
-                            got |= lu
-                    if not got:
-                        continue
+                    tried = set()
                 cur = cand.get(ls)
                 if cur is None:
-                    cand[ls] = set(got)
-                else:
-                    cur |= got
-        return cand
+                    cur = cand[ls] = set()
+                if leaf is None:
+                    cur.add(ref)
+                    pos = le + 1
+                    continue
+                pos = s + 1
+                for wsearch, lit, k in leaf[m.lastindex]:
+                    if k not in tried:
+                        tried.add(k)
+                        if (find(lit, ls, le) >= 0) if wsearch is None else (wsearch(t, ls, le) is not None):
+                            cur.add(k)
+        return {ls: c for ls, c in cand.items() if c}
 
     def _lines(self, t: bytes) -> tuple[list[tuple[int, bytes]], dict[bytes, set[int]]]:
-        """((line start, translated line) of each candidate line in order, translated line -> its units). A
-        chunk whose translated lines repeat (digits are 0, case is gone: routine chatter) is searched once per
-        distinct line."""
+        """((line start, translated line) of each candidate line in order, translated line -> the searched
+        literals it holds). A chunk whose translated lines repeat (digits are 0, case is gone: routine chatter)
+        is searched once per distinct line."""
         lines = t.split(b"\n") if len(t) >= _DEDUPE_MIN else None
         uniq = dict.fromkeys(lines) if lines is not None else {}
         if lines is None or len(uniq) * 2 > len(lines):
             cand = self._candidates(t)
-            find, n, items, units = t.find, len(t), [], {}
+            find, n, items, found = t.find, len(t), [], {}
             for ls in sorted(cand):
                 le = find(b"\n", ls)
                 tl = t[ls: n if le < 0 else le]
                 items.append((ls, tl))
-                units[tl] = cand[ls]
-            return items, units
+                found[tl] = cand[ls]
+            return items, found
         st = b"\n".join(uniq)
-        find, n, units = st.find, len(st), {}
+        find, n, found = st.find, len(st), {}
         for ls, got in self._candidates(st).items():
             le = find(b"\n", ls)
-            units[st[ls: n if le < 0 else le]] = got
+            found[st[ls: n if le < 0 else le]] = got
         offs = list(accumulate(map(len, lines), initial=0))
-        idx = compress(count(), map(units.__contains__, lines))
-        return [(offs[i] + i, lines[i]) for i in idx], units
+        idx = compress(count(), map(found.__contains__, lines))
+        return [(offs[i] + i, lines[i]) for i in idx], found
 
-    def _plan(self, tl: bytes, units: set[int]) -> list:
-        """How to confirm the candidate units on a line translated as ``tl``: [entries of translation-invariant
-        units, other entries, whether the line is ASCII, the invariant units' answer once known]. An entry is
+    def _plan(self, tl: bytes, refs: set[int]) -> list:
+        """How to confirm the units of the searched literals ``refs`` found on a line translated as ``tl``:
+        [entries of translation-invariant units, other entries, whether the line is ASCII, the invariant units'
+        answer once known]. An entry is
         (pattern id, regex, lowered regex, positions, start): positions are the offsets to ``match`` at on an
         ASCII line (every match starts at one: a literal occurrence less its offset in a match), else None and
         ``search`` from start."""
-        inv, rest = [], []
+        occs: dict[int, list[tuple[int, int, int]]] = {}
         find = tl.find
-        for u in sorted(units):
-            pid, rx, low, lits, invariant = self._units[u]
-            occ = []
-            for lit, lo, hi in lits:
+        for k in refs:
+            for u, lit, lo, hi in self._refs[k]:
                 h = find(lit)
                 while h >= 0:
-                    occ.append((h, lo, hi))
+                    occs.setdefault(u, []).append((h, lo, hi))
                     h = find(lit, h + 1)
-            if not occ:  # its literal came from a shorter one folded into it: it cannot match here
-                continue
+        inv, rest = [], []
+        for u in sorted(occs):  # a unit whose literal came from a shorter one folded into it may be missing
+            pid, rx, low, _covered, invariant = self._units[u]
+            occ = occs[u]
             poss, start = None, 0
             if all(hi - lo <= _SPAN for _, lo, hi in occ):
                 poss = sorted({h - d for h, lo, hi in occ for d in range(lo, hi + 1) if d <= h})
@@ -317,7 +315,7 @@ class LiteralEngine:
         line with ``match`` at each offset where one of its matches can start (ASCII lines, literals at a bounded
         offset in a match), else with ``search`` from the first offset where a match can start; a translation-
         invariant unit once per distinct translated ASCII line without tab, CR, VT or FF."""
-        items, units = self._lines(buf.translate(ALPHABET))
+        items, found = self._lines(buf.translate(ALPHABET))
         extra = self._full_scan(buf) if self._full_rx else {}
         plans = self._plans
         if len(plans) > _PLAN_CACHE:
@@ -329,7 +327,7 @@ class LiteralEngine:
         for ls, tl in items:
             plan = plans.get(tl)
             if plan is None:
-                plan = plans[tl] = self._plan(tl, units[tl])
+                plan = plans[tl] = self._plan(tl, found[tl])
             if plan is _NONE:
                 continue
             inv, rest, ascii_line, known = plan
@@ -385,11 +383,25 @@ class LiteralEngine:
                 "full_scan": [self.patterns[i][0] for i in self.full], "unprefiltered": list(self.unprefiltered)}
 
 
-def _spans(spans) -> list[tuple[bytes, int, int]] | None:
-    """A unit's literals in the prefilter alphabet with their (lo, hi) offsets in a match."""
-    if spans is None:
+@functools.lru_cache(maxsize=4096)
+def _analyse(p: str, ci: bool) -> tuple | None:
+    """A pattern's units (top-level alternatives): (regex, lowered regex or None, literal spans in the prefilter
+    alphabet as (literal, word_end, lo, hi) or None when it has no cover, translation-invariant); None when no
+    engine can take the pattern (it does not compile, or its only way is a back-reference with no literal).
+    Cached: large-log streaming rebuilds its engine when it sets chatter patterns aside."""
+    try:
+        re.compile(p, re.I if ci else 0)
+    except re.error:
         return None
-    return sorted({(lit.translate(ALPHABET), lo, hi) for lit, _ci, _we, lo, hi in spans})
+    if has_backref(p) and required_literals(p, ci) is None:
+        return None
+    out = []
+    for alt in top_level_branches(p):
+        spans = literal_spans(alt, ci)
+        tspans = None if spans is None else tuple(sorted(
+            {(lit.translate(ALPHABET), we, lo, hi) for lit, _ci, we, lo, hi in spans}))
+        out.append((re.compile(alt, re.I if ci else 0), _lowered(alt, ci), tspans, translation_invariant(alt, ci)))
+    return tuple(out)
 
 
 def _odd_blank_lines(buf: bytes) -> set[int] | bool:

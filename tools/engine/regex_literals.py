@@ -114,13 +114,23 @@ def selectivity(lit: bytes) -> float:
     e = 1.0
     for b in lit:
         e *= _AFREQ[b]
-    for w, f in _COMMON:
-        if f > e and lit in w:
-            e = f
-    return e
+    return max(e, _common_parts().get(lit, 0.0))
 
 
-_COMMON = sorted(((w.encode().translate(ALPHABET), f) for w, f in COMMON_WORDS.items()), key=lambda wf: -wf[1])
+@functools.lru_cache(maxsize=1)
+def _common_parts() -> dict[bytes, float]:
+    """Every substring of a COMMON_WORDS word (in the prefilter alphabet) -> the highest frequency of a word
+    holding it."""
+    out: dict[bytes, float] = {}
+    for w, f in COMMON_WORDS.items():
+        t = w.encode().translate(ALPHABET)
+        for i in range(len(t)):
+            for j in range(i + 1, len(t) + 1):
+                if out.get(t[i:j], 0.0) < f:
+                    out[t[i:j]] = f
+    return out
+
+
 Cover = frozenset  # of (literal bytes, caseless)
 
 
