@@ -4,7 +4,8 @@ the same file in one run (issue 15, "Without hyperscan").
 
 Contenders, each over the whole file (read once into the page cache first):
 
-- ``grep -cE`` with the engine's patterns as one POSIX ERE (bench/bench_triage.py's translation);
+- ``grep -cE`` with the engine's patterns as one POSIX ERE (bench/bench_triage.py's translation), byte-wise
+  (``LC_ALL=C``, as bench_triage.py: in a UTF-8 locale GNU grep is 10-50x slower on a non-ASCII log);
 - each importable engine (tools/engine/prefilter.py ``_Engine(kind=...)``), ``line_hits`` over 4 MiB chunks cut
   at a newline, with every pattern large-log streaming scans for (markers, event patterns, every rule regex);
 - baseline (a): ``for line in fh: if rx.search(line): n += 1`` with rx = ``rb"Error|Traceback|step:|nan"``, the
@@ -142,7 +143,8 @@ def main() -> int:
 
     def grep():
         t = time.perf_counter()
-        p = subprocess.run(["grep", "-cE", grep_pattern(engine_patterns()), log], capture_output=True, text=True)
+        p = subprocess.run(["grep", "-cE", grep_pattern(engine_patterns()), log], capture_output=True, text=True,
+                           env={**os.environ, "LC_ALL": "C"})  # byte-wise, as bench_triage.py (a UTF-8 locale: 10-50x slower)
         return time.perf_counter() - t, int(p.stdout.strip() or 0)
     res["grep_s"], (_, res["grep_lines"]) = _median(grep, a.runs)
     res["baseline_a_s"], (_, res["baseline_a_lines"], _) = _median(lambda: loop(log, re.compile(USER_RX)), a.runs)

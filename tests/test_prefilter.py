@@ -325,3 +325,16 @@ def test_python_engine_deduplicated_chunk_equals_python_re():
     got = _engine_lines(eng, lines)
     assert len(want) > 1000
     assert got == want
+
+
+def test_python_engine_says_when_it_stopped_at_the_limit():
+    """line_hits_stopped (large-log streaming's flood check): stopped only when matching lines were left."""
+    from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+
+    eng = LiteralEngine([("step:", False), ("[a-z]+=[a-z]+", False)])
+    buf = b"".join(b"step:%d\nx\n" % i for i in range(30)) + b"mode a=b\n"
+    starts, ids, stopped = eng.line_hits_stopped(buf, 31)
+    assert len(starts) == 31 and not stopped and ids[-1] == {1}
+    starts, ids, stopped = eng.line_hits_stopped(buf, 30)
+    assert len(starts) == 30 and stopped and ids[-1] == {0}
+    assert eng.line_hits_stopped(buf, 5)[2] and not eng.line_hits_stopped(buf)[2]

@@ -311,7 +311,13 @@ class LiteralEngine:
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
         """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
-        matching each line); at most ``limit`` lines (the first ones). Each candidate unit is confirmed on the
+        matching each line); at most ``limit`` lines (the first ones). See line_hits_stopped."""
+        starts, ids, _stopped = self.line_hits_stopped(buf, limit)
+        return starts, ids
+
+    def line_hits_stopped(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]], bool]:
+        """``line_hits`` and whether it stopped at ``limit`` lines before the last matching line of ``buf``.
+        Each candidate unit is confirmed on the
         line with ``match`` at each offset where one of its matches can start (ASCII lines, literals at a bounded
         offset in a match), else with ``search`` from the first offset where a match can start; a translation-
         invariant unit once per distinct translated ASCII line without tab, CR, VT or FF."""
@@ -343,15 +349,15 @@ class LiteralEngine:
             else:
                 got = _confirm(inv + rest if inv else rest, buf[ls: ls + len(tl)])
             if got:
+                if stop is not None and len(starts) >= stop:
+                    return starts, ids, True
                 starts.append(ls)
                 ids.append(got)
-                if stop is not None and len(starts) >= stop:
-                    break
         if extra:
             starts, ids = self._merge(buf, starts, ids, extra)
-            if limit is not None:
-                starts, ids = starts[:limit], ids[:limit]
-        return starts, ids
+            if limit is not None and len(starts) > limit:
+                return starts[:limit], ids[:limit], True
+        return starts, ids, False
 
     def _full_scan(self, buf: bytes) -> dict[int, set[int]]:
         """Line start -> the units without a cover that match somewhere from there (whole-chunk finditer)."""
