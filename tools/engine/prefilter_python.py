@@ -288,13 +288,19 @@ class LiteralEngine:
         ASCII line (every match starts at one: a literal occurrence less its offset in a match), else None and
         ``search`` from start."""
         occs: dict[int, list[tuple[int, int, int]]] = {}
+        where: dict[bytes, list[int]] = {}  # literal -> where it is in the line
         find = tl.find
         for k in refs:
             for u, lit, lo, hi in self._refs[k]:
-                h = find(lit)
-                while h >= 0:
-                    occs.setdefault(u, []).append((h, lo, hi))
-                    h = find(lit, h + 1)
+                hs = where.get(lit)
+                if hs is None:
+                    hs = where[lit] = []
+                    h = find(lit)
+                    while h >= 0:
+                        hs.append(h)
+                        h = find(lit, h + 1)
+                if hs:
+                    occs.setdefault(u, []).extend((h, lo, hi) for h in hs)
         inv, rest = [], []
         for u in sorted(occs):  # a unit whose literal came from a shorter one folded into it may be missing
             pid, rx, low, _covered, invariant = self._units[u]

@@ -363,18 +363,10 @@ def literal_spans(pattern: str, caseless: bool = False) -> list[tuple[bytes, boo
     return sorted(cover) if cover else None
 
 
-def top_level_branches(pattern: str) -> list[str]:
-    """The top-level alternatives of ``pattern`` as patterns of their own (a leading global flag group such as
-    ``(?i)`` copied onto each): a line matches ``pattern`` exactly where it matches one of them. ``[pattern]``
-    when it cannot be cut safely: one alternative, a back-reference or conditional (group numbers would
-    change), verbose mode or a comment, or an alternative that does not compile alone."""
-    if re.search(r"\\[1-9]|\(\?P=|\(\?\(|\(\?#", pattern):
-        return [pattern]
-    flags = re.match(r"\(\?[aiLmsux]+\)", pattern)
-    head = flags.group(0) if flags else ""
-    if "x" in head:
-        return [pattern]
-    out, depth, cur, i, body = [], 0, [], len(head), pattern
+def _split_alts(body: str) -> tuple[list[str], int]:
+    """(the alternatives of ``body`` at depth 0, the index just past the group that opens it when it opens with
+    one, else -1)."""
+    out, depth, cur, i, first_end = [], 0, [], 0, -1
     cls = -1  # index in cur of the "[" of the class being read, -1 outside a class
     while i < len(body):
         c = body[i]
@@ -389,6 +381,8 @@ def top_level_branches(pattern: str) -> list[str]:
             cls = len(cur)
         elif c in "()":
             depth += 1 if c == "(" else -1
+            if depth == 0 and first_end < 0 and body[0] == "(":
+                first_end = i + 1
         elif c == "|" and depth == 0:
             out.append("".join(cur))
             cur = []
@@ -396,10 +390,32 @@ def top_level_branches(pattern: str) -> list[str]:
             continue
         cur.append(c)
         i += 1
-    out.append("".join(cur))
-    if len(out) < 2:
+    return out + ["".join(cur)], first_end
+
+
+_GROUP_OPEN = re.compile(r"\((?:\?[aiLmsux]*(?:-[imsx]+)?:|\?P<\w+>|(?!\?))")
+
+
+def top_level_branches(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` as patterns of their own (a leading global flag group such as
+    ``(?i)`` copied onto each, and a group around the whole pattern kept around each: ``(?i:a|b)`` ->
+    ``(?i:a)``, ``(?i:b)``): a line matches ``pattern`` exactly where it matches one of them. ``[pattern]``
+    when it cannot be cut safely: one alternative, a back-reference or conditional (group numbers would
+    change), verbose mode or a comment, or an alternative that does not compile alone."""
+    if re.search(r"\\[1-9]|\(\?P=|\(\?\(|\(\?#", pattern):
         return [pattern]
-    out = [head + b for b in out]
+    flags = re.match(r"\(\?[aiLmsux]+\)", pattern)
+    head = flags.group(0) if flags else ""
+    if "x" in head:
+        return [pattern]
+    body, tail = pattern[len(head):], ""
+    parts, first_end = _split_alts(body)
+    while len(parts) == 1 and first_end == len(body) and (m := _GROUP_OPEN.match(body)):
+        head, tail, body = head + m.group(0), ")" + tail, body[m.end():-1]  # a group around it all
+        parts, first_end = _split_alts(body)
+    if len(parts) < 2:
+        return [pattern]
+    out = [head + b + tail for b in parts]
     try:
         for b in out:
             re.compile(b)
