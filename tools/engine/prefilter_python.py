@@ -39,9 +39,8 @@ import functools
 import re
 from itertools import accumulate, compress, count
 
-from grpo_debug.tools.engine.regex_literals import (ALPHABET, NONASCII, UNBOUNDED, byte_freq, literal_spans,
-                                                    required_literals, selectivity, top_level_branches,
-                                                    translation_invariant)
+from grpo_debug.tools.engine.regex_literals import (ALPHABET, NONASCII, UNBOUNDED, analyse_alternative, byte_freq,
+                                                    required_literals, selectivity, top_level_branches)
 
 _TAIL = 12           # bytes after the pivot kept in an anchor
 _MIN_TAIL = 3        # at least this many
@@ -53,7 +52,7 @@ _PER_ANCHOR_NS = 3.0  # ... plus this per anchor in its trie (re tries the alter
 _SPAN = 8             # a literal whose offset in a match varies more: search from the first offset instead of match
 _MAX_TRIES = 24       # match offsets per unit and line before one search is cheaper
 _DEDUPE_MIN = 1 << 16  # a chunk this large is split into lines and searched once per distinct translated line
-_PLAN_CACHE = 50_000  # translated lines whose confirmation plans are kept between chunks
+_PLAN_BYTES = 8 << 20  # bytes of translated lines whose confirmation plans are kept between chunks (memory bound)
 _MAX_DIRTY = 20_000   # lines with a tab/CR/VT/FF in a chunk before invariant units are confirmed on every line
 _NONE: list = []      # the plan of a line where no candidate unit can match
 _WORD_END = rb"(?![0-9a-z_])"  # in the prefilter alphabet: the next byte is not a word byte
@@ -182,6 +181,7 @@ class LiteralEngine:
         self.full: list[int] = []  # pattern ids with an alternative run over the whole chunk (no cover)
         self._units: list[tuple] = []  # (pattern id, regex, lowered regex or None, has a cover, invariant)
         self._plans: dict[bytes, list] = {}  # translated line -> its confirmation plan (kept between chunks)
+        self._plan_bytes = 0
         lit_refs: dict[tuple[bytes, bool], list[tuple[int, bytes, int, int]]] = {}
         for i, (p, ci) in enumerate(patterns):
             alts = _analyse(p, bool(ci))
@@ -330,8 +330,9 @@ class LiteralEngine:
         items, found = self._lines(buf.translate(ALPHABET))
         extra = self._full_scan(buf) if self._full_rx else {}
         plans = self._plans
-        if len(plans) > _PLAN_CACHE:
+        if self._plan_bytes > _PLAN_BYTES:  # metric lines are all distinct: their plans are not kept forever
             plans.clear()
+            self._plan_bytes = 0
         starts: list[int] = []
         ids: list[set[int]] = []
         stop = limit if limit is not None and not extra else None
@@ -340,6 +341,7 @@ class LiteralEngine:
             plan = plans.get(tl)
             if plan is None:
                 plan = plans[tl] = self._plan(tl, found[tl])
+                self._plan_bytes += len(tl)
             if plan is _NONE:
                 continue
             inv, rest, ascii_line, known = plan
@@ -408,11 +410,11 @@ def _analyse(p: str, ci: bool) -> tuple | None:
     if has_backref(p) and required_literals(p, ci) is None:
         return None
     out = []
-    for alt in top_level_branches(p):
-        spans = literal_spans(alt, ci)
+    for alt in top_level_branches(p, re.I if ci else 0):
+        spans, invariant = analyse_alternative(alt, ci)
         tspans = None if spans is None else tuple(sorted(
             {(lit.translate(ALPHABET), we, lo, hi) for lit, _ci, we, lo, hi in spans}))
-        out.append((re.compile(alt, re.I if ci else 0), _lowered(alt, ci), tspans, translation_invariant(alt, ci)))
+        out.append((re.compile(alt, re.I if ci else 0), _lowered(alt, ci), tspans, invariant))
     return tuple(out)
 
 

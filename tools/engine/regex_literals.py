@@ -331,10 +331,16 @@ def _seq_cover(items, ci: bool, state) -> Cover | None:
     return min(options, key=_cost) if options else None
 
 
-def _cover(pattern: str, caseless: bool) -> Cover | None:
+def _parse(pattern: str, caseless: bool):
     try:
-        tree = _p.parse(pattern, re.I if caseless else 0)
+        return _p.parse(pattern, re.I if caseless else 0)
     except (re.error, OverflowError, RecursionError):
+        return None
+
+
+def _cover(pattern: str, caseless: bool, tree=None) -> Cover | None:
+    tree = tree if tree is not None else _parse(pattern, caseless)
+    if tree is None:
         return None
     try:
         return _seq_cover(list(tree), bool(tree.state.flags & re.I), tree.state)
@@ -396,16 +402,16 @@ def _split_alts(body: str) -> tuple[list[str], int]:
 _GROUP_OPEN = re.compile(r"\((?:\?[aiLmsux]*(?:-[imsx]+)?:|\?P<\w+>|(?!\?))")
 
 
-def top_level_branches(pattern: str) -> list[str]:
+def top_level_branches(pattern: str, flags: int = 0) -> list[str]:
     """The top-level alternatives of ``pattern`` as patterns of their own (a leading global flag group such as
     ``(?i)`` copied onto each, and a group around the whole pattern kept around each: ``(?i:a|b)`` ->
     ``(?i:a)``, ``(?i:b)``): a line matches ``pattern`` exactly where it matches one of them. ``[pattern]``
     when it cannot be cut safely: one alternative, a back-reference or conditional (group numbers would
-    change), verbose mode or a comment, or an alternative that does not compile alone."""
+    change), verbose mode or a comment, or an alternative that does not compile alone (with ``flags``)."""
     if re.search(r"\\[1-9]|\(\?P=|\(\?\(|\(\?#", pattern):
         return [pattern]
-    flags = re.match(r"\(\?[aiLmsux]+\)", pattern)
-    head = flags.group(0) if flags else ""
+    glob = re.match(r"\(\?[aiLmsux]+\)", pattern)
+    head = glob.group(0) if glob else ""
     if "x" in head:
         return [pattern]
     body, tail = pattern[len(head):], ""
@@ -418,7 +424,7 @@ def top_level_branches(pattern: str) -> list[str]:
     out = [head + b + tail for b in parts]
     try:
         for b in out:
-            re.compile(b)
+            re.compile(b, flags)
     except re.error:
         return [pattern]
     return out
@@ -489,14 +495,23 @@ def _items_invariant(items, flags: int) -> bool:
     return True
 
 
-def translation_invariant(pattern: str, caseless: bool = False) -> bool:
+def translation_invariant(pattern: str, caseless: bool = False, tree=None) -> bool:
     """Whether ``pattern`` gives the same answer on any two ASCII lines (without tab, CR, VT or FF) that
     ALPHABET translates alike: every character it tests it tests the same way for all characters of an
     alphabet class (case, digit, rare-letter and control-byte differences are invisible to it). A caseless
     ``\\bTP\\d+\\]`` is; ``step``, ``[1-9]``, ``x`` (a rare letter) or a back-reference is not. False when
-    unsure."""
+    unsure. ``tree``: the pattern already parsed (``_p.parse``), to parse it once."""
     try:
-        tree = _p.parse(pattern, re.I if caseless else 0)
+        tree = tree if tree is not None else _p.parse(pattern, re.I if caseless else 0)
         return _items_invariant(list(tree), tree.state.flags)
     except Exception:  # noqa: BLE001 - parse errors, recursion: say no
         return False
+
+
+def analyse_alternative(pattern: str, caseless: bool) -> tuple[list | None, bool]:
+    """(literal_spans, translation_invariant) of one pattern, parsed once."""
+    tree = _parse(pattern, caseless)
+    if tree is None:
+        return None, False
+    cover = _cover(pattern, caseless, tree)
+    return (sorted(cover) if cover else None), translation_invariant(pattern, caseless, tree)
