@@ -212,7 +212,8 @@ class LiteralEngine:
             else:
                 refs[into] += lit_refs[key]
         index = {key: k for k, key in enumerate(kept)}
-        self._refs = [refs[key] for key in kept]
+        # per searched literal: (it, [(unit, literal, lo, hi, where the searched literal is in that literal)])
+        self._refs = [(key[0], [(u, lit, lo, hi, lit.find(key[0])) for u, lit, lo, hi in refs[key]]) for key in kept]
         pivots, plain = _pick_pivots(kept)
         self._passes: list[tuple[re.Pattern, list | None, int]] = []
         for c, anchors in sorted(pivots.items(), key=lambda kv: byte_freq(kv[0])):
@@ -287,31 +288,42 @@ class LiteralEngine:
         (pattern id, regex, lowered regex, positions, start): positions are the offsets to ``match`` at on an
         ASCII line (every match starts at one: a literal occurrence less its offset in a match), else None and
         ``search`` from start."""
-        occs: dict[int, list[tuple[int, int, int]]] = {}
+        occs: dict[int, list[tuple[int, int, list[int]]]] = {}  # unit -> (lo, hi, where its literal is)
         where: dict[bytes, list[int]] = {}  # literal -> where it is in the line
-        find = tl.find
+        find, starts = tl.find, tl.startswith
         for k in refs:
-            for u, lit, lo, hi in self._refs[k]:
+            key, lits = self._refs[k]
+            found = where.get(key)
+            if found is None:
+                found = where[key] = []
+                h = find(key)
+                while h >= 0:
+                    found.append(h)
+                    h = find(key, h + 1)
+            for u, lit, lo, hi, j in lits:
                 hs = where.get(lit)
-                if hs is None:
-                    hs = where[lit] = []
-                    h = find(lit)
-                    while h >= 0:
-                        hs.append(h)
-                        h = find(lit, h + 1)
-                if hs:
-                    occs.setdefault(u, []).extend((h, lo, hi) for h in hs)
+                if hs is None:  # a longer literal folded into the searched one: where it holds it
+                    hs = where[lit] = [h - j for h in found if h >= j and starts(lit, h - j)]
+                if hs:  # (a unit whose literal came from a shorter one folded into it may be missing)
+                    o = occs.get(u)
+                    if o is None:
+                        occs[u] = [(lo, hi, hs)]
+                    else:
+                        o.append((lo, hi, hs))
         inv, rest = [], []
-        for u in sorted(occs):  # a unit whose literal came from a shorter one folded into it may be missing
+        for u, occ in occs.items():
             pid, rx, low, _covered, invariant = self._units[u]
-            occ = occs[u]
             poss, start = None, 0
-            if all(hi - lo <= _SPAN for _, lo, hi in occ):
-                poss = sorted({h - d for h, lo, hi in occ for d in range(lo, hi + 1) if d <= h})
-            if poss is not None and len(poss) > _MAX_TRIES:
-                poss, start = None, poss[0]
-            elif poss is None and all(hi < UNBOUNDED for _, _, hi in occ):
-                start = max(0, min(h - hi for h, _, hi in occ))
+            if all(hi - lo <= _SPAN for lo, hi, _ in occ):
+                if len(occ) == 1 and len(occ[0][2]) == 1:  # one literal once: the usual case
+                    lo, hi, (h,) = occ[0]
+                    poss = list(range(max(0, h - hi), h - lo + 1))
+                else:
+                    poss = sorted({h - d for lo, hi, hs in occ for h in hs for d in range(lo, hi + 1) if d <= h})
+                if len(poss) > _MAX_TRIES:
+                    poss, start = None, poss[0]
+            elif all(hi < UNBOUNDED for _, hi, _ in occ):
+                start = max(0, min(hs[0] - hi for _, hi, hs in occ))
             (inv if invariant else rest).append((pid, rx, low, poss, start))
         return [inv, rest, NONASCII not in tl, None] if inv or rest else _NONE
 
