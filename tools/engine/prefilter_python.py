@@ -55,6 +55,9 @@ _DEDUPE_MIN = 1 << 16  # a chunk this large is split into lines and searched onc
 _PLAN_BYTES = 8 << 20  # bytes of translated lines whose confirmation plans are kept between chunks (memory bound)
 _MAX_DIRTY = 20_000   # lines with a tab/CR/VT/FF in a chunk before invariant units are confirmed on every line
 _NONE: list = []      # the plan of a line where no candidate unit can match
+# how a unit is confirmed: match at offsets (its literals' offsets vary by at most _SPAN), search from the first
+# offset where a match can start (bounded offsets), search the line, or no cover (run over the whole chunk)
+_MATCH, _FROM, _SEARCH, _FULL = 0, 1, 2, 3
 _WORD_END = rb"(?![0-9a-z_])"  # in the prefilter alphabet: the next byte is not a word byte
 
 
@@ -179,7 +182,7 @@ class LiteralEngine:
         self.patterns = patterns
         self.unprefiltered: list[str] = []
         self.full: list[int] = []  # pattern ids with an alternative run over the whole chunk (no cover)
-        self._units: list[tuple] = []  # (pattern id, regex, lowered regex or None, has a cover, invariant)
+        self._units: list[tuple] = []  # (pattern id, regex, lowered regex or None, _MATCH/_FROM/_SEARCH/_FULL, invariant)
         self._plans: dict[bytes, list] = {}  # translated line -> its confirmation plan (kept between chunks)
         self._plan_bytes = 0
         lit_refs: dict[tuple[bytes, bool], list[tuple[int, bytes, int, int]]] = {}
@@ -190,13 +193,15 @@ class LiteralEngine:
                 continue
             for rx, low, spans, invariant in alts:
                 u = len(self._units)
-                self._units.append((i, rx, low, spans is not None, invariant))
+                mode = _FULL if spans is None else _MATCH if all(hi - lo <= _SPAN for _, _, lo, hi in spans) else \
+                    _FROM if all(hi < UNBOUNDED for _, _, _, hi in spans) else _SEARCH
+                self._units.append((i, rx, low, mode, invariant))
                 if spans is None:
                     self.full += [] if i in self.full else [i]
                 for lit, word_end, lo, hi in spans or ():
                     lit_refs.setdefault((lit, word_end), []).append((u, lit, lo, hi))
         self._full_rx = [(u, re.compile(unit[1].pattern, re.M | unit[1].flags)) for u, unit in enumerate(self._units)
-                         if not unit[3]]
+                         if unit[3] == _FULL]
         self._build(lit_refs)
 
     def _build(self, lit_refs: dict[tuple[bytes, bool], list[tuple[int, bytes, int, int]]]) -> None:
@@ -311,10 +316,11 @@ class LiteralEngine:
                     else:
                         o.append((lo, hi, hs))
         inv, rest = [], []
+        units = self._units
         for u, occ in occs.items():
-            pid, rx, low, _covered, invariant = self._units[u]
+            pid, rx, low, mode, invariant = units[u]
             poss, start = None, 0
-            if all(hi - lo <= _SPAN for lo, hi, _ in occ):
+            if mode == _MATCH:
                 if len(occ) == 1 and len(occ[0][2]) == 1:  # one literal once: the usual case
                     lo, hi, (h,) = occ[0]
                     poss = list(range(max(0, h - hi), h - lo + 1))
@@ -322,7 +328,7 @@ class LiteralEngine:
                     poss = sorted({h - d for lo, hi, hs in occ for h in hs for d in range(lo, hi + 1) if d <= h})
                 if len(poss) > _MAX_TRIES:
                     poss, start = None, poss[0]
-            elif all(hi < UNBOUNDED for _, hi, _ in occ):
+            elif mode == _FROM:
                 start = max(0, min(hs[0] - hi for _, hi, hs in occ))
             (inv if invariant else rest).append((pid, rx, low, poss, start))
         return [inv, rest, NONASCII not in tl, None] if inv or rest else _NONE
