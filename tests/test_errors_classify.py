@@ -232,3 +232,20 @@ def test_vllm_worker_rank_prefix_is_a_process_prefix():
     (r,) = classify_all(normalize(text))
     assert r.exc_type == "RuntimeError" and r.frames and r.frames[0].func == "_dummy_sampler_run"
     assert normalize(text)[0].source == "VllmWorker rank=0 pid=10672"
+
+
+def test_torch_cuda_check_out_of_memory_is_cuda_oom():
+    """torch's CUDA check (c10/cuda/CUDAException.cpp c10_cuda_check_implementation) raises 'CUDA error: ' +
+    cudaGetErrorString(err): for cudaErrorMemoryAllocation 'CUDA error: out of memory', as RuntimeError (TORCH_CHECK)
+    or, in newer releases, torch.AcceleratorError. vllm#19186: raised from capture_end during CUDA-graph capture."""
+    frames = """(VllmWorker rank=3 pid=1090) ERROR 06-05 06:18:13 [multiproc_executor.py:470]   File "/usr/local/lib/python3.10/site-packages/torch/cuda/graphs.py", line 84, in capture_end
+(VllmWorker rank=3 pid=1090) ERROR 06-05 06:18:13 [multiproc_executor.py:470]     super().capture_end()
+(VllmWorker rank=3 pid=1090) ERROR 06-05 06:18:13 [multiproc_executor.py:470] """
+    assert _classes(frames + "RuntimeError: CUDA error: out of memory") == ["cuda_oom"]
+    assert _classes("torch.AcceleratorError: CUDA error: out of memory\n") == ["cuda_oom"]
+    # another CUDA error of the same check, and a RuntimeError without OOM text, stay out of the class
+    assert _classes("RuntimeError: CUDA error: an illegal memory access was encountered\n") == ["illegal_memory_access"]
+    assert _classes("RuntimeError: Expected all tensors to be on the same device, but found at least two devices\n") \
+        != ["cuda_oom"]
+    f = triage_text(frames + "RuntimeError: CUDA error: out of memory").findings[0]
+    assert f.symptom == "cuda_oom" and f.causes[0].rule_id == "cuda-graph-capture-oom"

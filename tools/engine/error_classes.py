@@ -125,7 +125,9 @@ def _classes() -> tuple[ErrorClass, ...]:
                       "(0.890161)")),
         ErrorClass(
             "cuda_oom", "cuda_oom", "GPU out of memory",
-            types=r"^(?:OutOfMemoryError|CudaOutOfMemory)$",
+            # RuntimeError / AcceleratorError: torch's CUDA check (C10_CUDA_CHECK) raises "CUDA error: out of memory"
+            # as c10::Error (RuntimeError) and, in newer releases, c10::AcceleratorError (torch.AcceleratorError)
+            types=r"^(?:OutOfMemoryError|CudaOutOfMemory|RuntimeError|AcceleratorError)$",
             text=r"CUDA out of memory|(?i:CUDA error: out of memory)|HIP out of memory|OutOfMemoryError|"
                  r"CUresult error: 2 \(out of memory\)|cudaErrorMemoryAllocation", line_level=True,
             cause="A GPU allocation failed: the model, activations, optimizer state or the rollout engine's KV cache "
@@ -134,8 +136,13 @@ def _classes() -> tuple[ErrorClass, ...]:
                   "batch size of that step (training micro-batch, log-prob / reference forward batch, rollout "
                   "batch) and sequence lengths, and the engine's memory fraction when it shares the GPU.",
             source="pytorch c10/cuda/CUDACachingAllocator.cpp: 'CUDA out of memory. Tried to allocate ...' "
-                   "(torch.OutOfMemoryError); Ray wraps it as RayTaskError(OutOfMemoryError)",
+                   "(torch.OutOfMemoryError); Ray wraps it as RayTaskError(OutOfMemoryError); pytorch "
+                   "c10/cuda/CUDAException.cpp c10_cuda_check_implementation: 'CUDA error: ' + "
+                   "cudaGetErrorString(cudaErrorMemoryAllocation) = 'CUDA error: out of memory' (TORCH_CHECK -> "
+                   "RuntimeError; throw c10::AcceleratorError in newer releases, torch.AcceleratorError)",
             examples=("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+                      "RuntimeError: CUDA error: out of memory",
+                      "torch.AcceleratorError: CUDA error: out of memory",
                       "ray.exceptions.RayTaskError(OutOfMemoryError): ray::DTensorPolicyWorkerV2.get_logprobs() "
                       "(pid=2671339, ip=10.65.16.209)")),
         ErrorClass(
