@@ -265,7 +265,7 @@ def test_top_level_branches():
 
 
 def _variants(line: str, rnd) -> str:
-    """A line the prefilter alphabet translates alike: other case, other digits, other rare letters."""
+    """A line the prefilter alphabet translates alike: other case, other digits, other control bytes."""
     from grpo_debug.tools.engine.regex_literals import ALPHABET
 
     groups: dict[int, list[str]] = {}
@@ -278,7 +278,7 @@ def _variants(line: str, rnd) -> str:
 def test_translation_invariant_units_answer_alike_on_lines_translated_alike():
     """Soundness of the pure-Python engine's per-translated-line shortcut: an alternative that
     translation_invariant accepts gives the same answer on a real ASCII line and on variants of it that the
-    alphabet translates alike (case, digits, rare letters, control bytes changed at random)."""
+    alphabet translates alike (case, digits, control bytes changed at random)."""
     import random
 
     from grpo_debug.tools.engine.regex_literals import top_level_branches, translation_invariant
@@ -287,7 +287,7 @@ def test_translation_invariant_units_answer_alike_on_lines_translated_alike():
     lines = [ln for ln, _ in _ascii_tlines(_corpus_lines()) if not re.search(r"[\t\r\x0b\x0c]", ln)]
     alts = [(a, ci) for p, ci in _patterns() for a in top_level_branches(p) if translation_invariant(a, ci)]
     assert alts and translation_invariant(r"\bTP\d+\]", True) and not translation_invariant(r"step", False)
-    assert not translation_invariant(r"[1-9]", True) and not translation_invariant(r"x", True)
+    assert not translation_invariant(r"[1-9]", True) and not translation_invariant(r"x", False)
     for a, ci in alts + [(r"\bTP\d+\]", True), (r"(?i:loss is nan)", False)]:
         rx = re.compile(a, re.I if ci else 0)
         for ln in lines:
@@ -299,7 +299,7 @@ def test_translation_invariant_units_answer_alike_on_lines_translated_alike():
 
 def test_python_engine_deduplicated_chunk_equals_python_re():
     """A chunk of repeated chatter (searched once per distinct translated line) where lines translated alike
-    differ in case, digits, rare letters, tabs and CRs: exactly re.search's lines and ids."""
+    differ in case, digits, tabs and CRs: exactly re.search's lines and ids."""
     import random
 
     from grpo_debug.tools.engine.prefilter_python import LiteralEngine

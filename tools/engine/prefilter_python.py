@@ -5,7 +5,7 @@ Each pattern is cut into its top-level alternatives (regex_literals.top_level_br
 gets a cover (regex_literals.literal_spans): literals of which every match contains one, with how far from the
 match's start each can be (``word_end``: the literal is followed by a non-word byte, from a ``\\b``). The chunk
 is translated once (``bytes.translate``, C speed) into the prefilter alphabet (regex_literals.ALPHABET: ASCII
-lowercase, digits as ``0``, blanks as a space, rare letters, control and non-ASCII bytes as marker bytes), so
+lowercase, digits as ``0``, blanks as a space, control and non-ASCII bytes as marker bytes), so
 caseless and case-sensitive literals are searched alike. Routine chatter translates to few distinct lines
 (timestamps, counters and ids become zeros): a chunk whose translated lines repeat is searched once per
 distinct line (``bytes.split`` + ``dict.fromkeys``, C speed) and the lines holding a literal are found back

@@ -45,14 +45,13 @@ DEFAULT_FREQ = 0.005
 _FREQ = [LOG_FREQ.get(chr(b), DEFAULT_FREQ) for b in range(256)]
 
 # The prefilter alphabet (prefilter_python.py translates each chunk with ALPHABET before searching): ASCII
-# lowercase, every digit written as 0, every blank but the newline as a space, the rare letters (at most
-# RARE_PERCENT of log bytes) as one MARK byte, the other control bytes as CTRL (SEP for \\x1c-\\x1f, which
-# ``\\s`` matches) and every non-ASCII byte as NONASCII (a translated line without it was ASCII); punctuation,
-# the newline and ESC stay themselves. On ASCII
-# text each byte of the alphabet stands for bytes that ``\\w``, ``\\d``, ``\\s`` and ``\\b`` see alike
-# (translation_invariant relies on it).
-MARK, NONASCII, CTRL, SEP = 0, 1, 2, 3
-RARE_PERCENT = 0.66
+# lowercase, every digit written as 0, every blank but the newline as a space, the control bytes as CTRL (SEP
+# for \\x1c-\\x1f, which ``\\s`` matches) and every non-ASCII byte as NONASCII (a translated line without it was
+# ASCII); punctuation, the newline and ESC stay themselves. On ASCII text the bytes each alphabet byte stands for
+# are alike for ``\\w``, ``\\d``, ``\\s`` and ``\\b``, and differ only in case or digit (translation_invariant
+# relies on it: a caseless pattern of letters, ``\\d``, ``\\b`` gives a line's answer to every line translated
+# alike). Routine chatter translates to few distinct lines (timestamps, counters, ids become zeros).
+NONASCII, CTRL, SEP = 1, 2, 3
 
 
 def _alphabet() -> bytes:
@@ -60,9 +59,7 @@ def _alphabet() -> bytes:
     for b in range(256):
         if b >= 0x80:
             t[b] = NONASCII
-        elif chr(t[b]).isalpha() and _FREQ[t[b]] <= RARE_PERCENT:
-            t[b] = MARK
-        elif b < 0x20 and _FREQ[b] <= RARE_PERCENT and b != 10:
+        elif b < 0x20 and b not in b"\n\x1b":
             t[b] = CTRL
     for b in b"\x1c\x1d\x1e\x1f":
         t[b] = SEP
@@ -498,8 +495,8 @@ def _items_invariant(items, flags: int) -> bool:
 def translation_invariant(pattern: str, caseless: bool = False, tree=None) -> bool:
     """Whether ``pattern`` gives the same answer on any two ASCII lines (without tab, CR, VT or FF) that
     ALPHABET translates alike: every character it tests it tests the same way for all characters of an
-    alphabet class (case, digit, rare-letter and control-byte differences are invisible to it). A caseless
-    ``\\bTP\\d+\\]`` is; ``step``, ``[1-9]``, ``x`` (a rare letter) or a back-reference is not. False when
+    alphabet class (case, digit and control-byte differences are invisible to it). A caseless
+    ``\\bTP\\d+\\]`` is; a case-sensitive ``step``, ``[1-9]`` or a back-reference is not. False when
     unsure. ``tree``: the pattern already parsed (``_p.parse``), to parse it once."""
     try:
         tree = tree if tree is not None else _p.parse(pattern, re.I if caseless else 0)
