@@ -19,7 +19,12 @@ engine is also timed without those patterns, for information. Printed as ratios 
 with PASS/FAIL, the load average, and the number of matching lines each contender reports (the engines give
 lines where a pattern matches; grep -c counts lines too, over the relaxed patterns).
 
-Usage: python bench/bench_prefilter.py [--log PATH | --mb 160] [--runs 1] [--b-mb 16] [--json OUT]
+With ``--triage``, the whole triage CLI with the pure-Python engine forced (``GRPO_DEBUG_PREFILTER_ENGINE=python``,
+bench_triage.triage_runs: wall time and peak RSS) is timed on the same file against baseline (a) (issue 15: pure
+Python <= 2x a plain regex loop; bench_triage.py's ``triage_over_plain_loop`` divides by the all-patterns loop (b),
+60-200x slower than (a), which any triage passes).
+
+Usage: python bench/bench_prefilter.py [--log PATH | --mb 160] [--runs 1] [--b-mb 16] [--triage] [--json OUT]
 """
 from __future__ import annotations
 
@@ -51,18 +56,22 @@ def patterns() -> list[tuple[str, bool]]:
 
 def run_engine(kind: str, path: str, pats: list[tuple[str, bool]]) -> tuple[float, int, list[str], dict[int, int]]:
     """(seconds, matching lines, unprefiltered patterns, lines per pattern id) of one engine over the file,
-    chunk by chunk."""
+    chunk by chunk. The seconds are the engine's build, the reads and ``line_hits``; counting the lines per
+    pattern (for the flood figure) is not timed."""
     from grpo_debug.tools.engine.prefilter import _Engine
 
     t = time.perf_counter()
     eng = _Engine(pats, kind=kind)
-    n, carry, per = 0, b"", {}
+    n, carry, per, untimed = 0, b"", {}, 0.0
 
     def take(buf: bytes) -> int:
+        nonlocal untimed
         starts, ids = eng.line_hits(buf)
+        u = time.perf_counter()
         for pids in ids:
             for i in pids:
                 per[i] = per.get(i, 0) + 1
+        untimed += time.perf_counter() - u
         return len(starts)
     with open(path, "rb") as fh:
         while True:
@@ -74,7 +83,7 @@ def run_engine(kind: str, path: str, pats: list[tuple[str, bool]]) -> tuple[floa
             cut = buf.rfind(b"\n") + 1
             chunk, carry = buf[:cut], buf[cut:]
             n += take(chunk)
-    return time.perf_counter() - t, n, list(eng.unprefiltered), per
+    return time.perf_counter() - t - untimed, n, list(eng.unprefiltered), per
 
 
 def loop(path: str, rx: re.Pattern, max_bytes: int | None = None) -> tuple[float, int, int]:
@@ -124,6 +133,7 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=160, help="size of the generated log (MiB)")
     ap.add_argument("--runs", type=int, default=1, help="runs per contender (median)")
     ap.add_argument("--b-mb", type=float, default=None, help="baseline (b) over the first MiB only, scaled")
+    ap.add_argument("--triage", action="store_true", help="also the triage CLI with the pure-Python engine vs (a)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
     log = a.log
@@ -166,6 +176,10 @@ def main() -> int:
     t_b, n_b, read_b = loop(log, all_in_one(pats), b_bytes)
     res["baseline_b_s"] = round(t_b * size / max(read_b, 1), 3)
     res["baseline_b_measured_bytes"] = read_b
+    if a.triage:
+        from bench_triage import triage_runs
+        tr = triage_runs(log, a.runs, "python")
+        res["triage_python_s"], res["triage_python_rss_mb"] = tr["triage_s"], tr["peak_rss_mb"]
     res["load_average"] = os.getloadavg()
     for k in ("grep_s", "baseline_a_s"):
         res[k] = round(res[k], 3)
@@ -198,6 +212,9 @@ def _report(res: dict) -> None:
               f"sets chatter patterns aside: {'; '.join(p[:40] for p in res['flood_patterns'])}): "
               f"{res['python_without_flood_s']:.2f} s, {res['python_without_flood_s'] / res['baseline_a_s']:.2f}x baseline a")
     print(f"  python / baseline b: {res['python_s'] / res['baseline_b_s']:.2f}x")
+    if "triage_python_s" in res:
+        print(f"  triage CLI, python engine: {res['triage_python_s']:.2f} s, peak RSS {res['triage_python_rss_mb']} MB; "
+              "/ baseline a: " + _verdict(res["triage_python_s"] / res["baseline_a_s"], 2))
 
 
 if __name__ == "__main__":

@@ -262,34 +262,34 @@ class LiteralEngine:
                             cur.add(k)
         return {ls: c for ls, c in cand.items() if c}
 
-    def _lines(self, t: bytes) -> tuple[list[tuple[int, bytes]], dict[bytes, set[int]]]:
-        """((line start, translated line) of each candidate line in order, translated line -> the searched
+    def _lines(self, t: bytes) -> tuple[list[int], list[bytes], dict[bytes, set[int]]]:
+        """(the start of each candidate line in order, its translated line, translated line -> the searched
         literals it holds). A chunk whose translated lines repeat (digits are 0, case is gone: routine chatter)
         is searched once per distinct line."""
         lines = t.split(b"\n") if len(t) >= _DEDUPE_MIN else None
         uniq = dict.fromkeys(lines) if lines is not None else {}
         if lines is None or len(uniq) * 2 > len(lines):
             cand = self._candidates(t)
-            find, n, items, found = t.find, len(t), [], {}
-            for ls in sorted(cand):
+            find, n, lss, tls, found = t.find, len(t), sorted(cand), [], {}
+            for ls in lss:
                 le = find(b"\n", ls)
                 tl = t[ls: n if le < 0 else le]
-                items.append((ls, tl))
+                tls.append(tl)
                 found[tl] = cand[ls]
-            return items, found
+            return lss, tls, found
         st = b"\n".join(uniq)
         find, n, found = st.find, len(st), {}
         for ls, got in self._candidates(st).items():
             le = find(b"\n", ls)
             found[st[ls: n if le < 0 else le]] = got
         offs = list(accumulate(map(len, lines), initial=0))
-        idx = compress(count(), map(found.__contains__, lines))
-        return [(offs[i] + i, lines[i]) for i in idx], found
+        idx = list(compress(count(), map(found.__contains__, lines)))
+        return [offs[i] + i for i in idx], [lines[i] for i in idx], found
 
     def _plan(self, tl: bytes, refs: set[int]) -> list:
         """How to confirm the units of the searched literals ``refs`` found on a line translated as ``tl``:
         [entries of translation-invariant units, other entries, whether the line is ASCII, the invariant units'
-        answer once known]. An entry is
+        answer once known, whether there are only those on an ASCII line]. An entry is
         (pattern id, regex, lowered regex, positions, start): positions are the offsets to ``match`` at on an
         ASCII line (every match starts at one: a literal occurrence less its offset in a match), else None and
         ``search`` from start."""
@@ -331,7 +331,8 @@ class LiteralEngine:
             elif mode == _FROM:
                 start = max(0, min(hs[0] - hi for _, hi, hs in occ))
             (inv if invariant else rest).append((pid, rx, low, poss, start))
-        return [inv, rest, NONASCII not in tl, None] if inv or rest else _NONE
+        ascii_line = NONASCII not in tl
+        return [inv, rest, ascii_line, None, bool(inv) and not rest and ascii_line] if inv or rest else _NONE
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
         """(sorted line-start offsets of the lines of ``buf`` where a pattern matches, the ids of the patterns
@@ -345,7 +346,7 @@ class LiteralEngine:
         line with ``match`` at each offset where one of its matches can start (ASCII lines, literals at a bounded
         offset in a match), else with ``search`` from the first offset where a match can start; a translation-
         invariant unit once per distinct translated ASCII line without tab, CR, VT or FF."""
-        items, found = self._lines(buf.translate(ALPHABET))
+        lss, tls, found = self._lines(buf.translate(ALPHABET))
         extra = self._full_scan(buf) if self._full_rx else {}
         plans = self._plans
         if self._plan_bytes > _PLAN_BYTES:  # metric lines are all distinct: their plans are not kept forever
@@ -355,25 +356,31 @@ class LiteralEngine:
         ids: list[set[int]] = []
         stop = limit if limit is not None and not extra else None
         dirty = None  # line starts with a tab, CR, VT or FF (computed when first needed); False: too many
-        for ls, tl in items:
-            plan = plans.get(tl)
+        get = plans.get
+        for ls, tl in zip(lss, tls):
+            plan = get(tl)
             if plan is None:
                 plan = plans[tl] = self._plan(tl, found[tl])
                 self._plan_bytes += len(tl)
             if plan is _NONE:
                 continue
-            inv, rest, ascii_line, known = plan
-            if inv and ascii_line:
+            if plan[2] and plan[0]:  # invariant units on an ASCII line: answered once per translated line
                 if dirty is None:
                     dirty = _odd_blank_lines(buf)
                 if dirty is not False and ls not in dirty:
+                    known = plan[3]
                     if known is None:
-                        known = plan[3] = _confirm(inv, buf[ls: ls + len(tl)])
-                    got = set(known) if not rest else known | _confirm(rest, buf[ls: ls + len(tl)], known)
+                        known = plan[3] = _confirm(plan[0], buf[ls: ls + len(tl)])
+                    if plan[4]:
+                        if not known:
+                            continue
+                        got = set(known)
+                    else:
+                        got = known | _confirm(plan[1], buf[ls: ls + len(tl)], known)
                 else:
-                    got = _confirm(inv + rest, buf[ls: ls + len(tl)])
+                    got = _confirm(plan[0] + plan[1], buf[ls: ls + len(tl)])
             else:
-                got = _confirm(inv + rest if inv else rest, buf[ls: ls + len(tl)])
+                got = _confirm(plan[0] + plan[1] if plan[0] else plan[1], buf[ls: ls + len(tl)])
             if got:
                 if stop is not None and len(starts) >= stop:
                     return starts, ids, True
