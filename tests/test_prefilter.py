@@ -268,11 +268,15 @@ def _variants(line: str, rnd) -> str:
     """A line the prefilter alphabet translates alike: other case, other digits, other control bytes."""
     from grpo_debug.tools.engine.regex_literals import ALPHABET
 
-    groups: dict[int, list[str]] = {}
-    for b in range(128):
-        if b not in b"\n\t\r\x0b\x0c":
-            groups.setdefault(ALPHABET[b], []).append(chr(b))
-    return "".join(rnd.choice(groups[ALPHABET[ord(c)]]) for c in line)
+    global _GROUPS
+    if not _GROUPS:
+        for b in range(128):
+            if b not in b"\n\t\r\x0b\x0c":
+                _GROUPS.setdefault(ALPHABET[b], []).append(chr(b))
+    return "".join(rnd.choice(_GROUPS[ALPHABET[ord(c)]]) for c in line)
+
+
+_GROUPS: dict[int, list[str]] = {}
 
 
 def test_translation_invariant_units_answer_alike_on_lines_translated_alike():
@@ -285,16 +289,15 @@ def test_translation_invariant_units_answer_alike_on_lines_translated_alike():
 
     rnd = random.Random(7)
     lines = [ln for ln, _ in _ascii_tlines(_corpus_lines()) if not re.search(r"[\t\r\x0b\x0c]", ln)]
+    lines = rnd.sample(lines, min(len(lines), 1500))
     alts = [(a, ci) for p, ci in _patterns() for a in top_level_branches(p) if translation_invariant(a, ci)]
     assert alts and translation_invariant(r"\bTP\d+\]", True) and not translation_invariant(r"step", False)
     assert not translation_invariant(r"[1-9]", True) and not translation_invariant(r"x", False)
+    pairs = [(ln, _variants(ln, rnd)) for ln in lines for _ in range(2)]
     for a, ci in alts + [(r"\bTP\d+\]", True), (r"(?i:loss is nan)", False)]:
         rx = re.compile(a, re.I if ci else 0)
-        for ln in lines:
-            want = bool(rx.search(ln))
-            for _ in range(2):
-                v = _variants(ln, rnd)
-                assert bool(rx.search(v)) == want, (a, ln, v)
+        for ln, v in pairs:
+            assert bool(rx.search(v)) == bool(rx.search(ln)), (a, ln, v)
 
 
 def test_python_engine_deduplicated_chunk_equals_python_re():
@@ -338,3 +341,83 @@ def test_python_engine_says_when_it_stopped_at_the_limit():
     starts, ids, stopped = eng.line_hits_stopped(buf, 30)
     assert len(starts) == 30 and stopped and ids[-1] == {0}
     assert eng.line_hits_stopped(buf, 5)[2] and not eng.line_hits_stopped(buf)[2]
+
+
+def test_python_engine_patterns_without_literal_on_non_ascii_and_spanning_text():
+    """Alternatives with no literal run over the whole chunk: on a non-ASCII chunk (a caseless ``é`` is no byte
+    literal), where a hit runs on into the next line (``\\s`` matches the newline), and with look-arounds that see
+    past the line's edge (searched line by line)."""
+    from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+
+    pats = [("é:", True), (r"[a-z]\s+[a-z]", False), (r"(?<!\s)[0-9]", False), (r"[0-9](?!\s)", False)]
+    lines = ["É: caf", "a", "b c", "9", "x 1 y", "ü", "7x"]
+    eng = LiteralEngine(pats)
+    assert set(eng.stats()["full_scan"]) == {p for p, _ in pats}
+    assert _engine_lines(eng, lines) == _reference(pats, lines)
+
+
+def _fuzz_pattern(rnd) -> str:
+    words = ["step", "err", "Tp", "x", "ab", "nan", "é", "•", "Q", "k", "0", "12", "_", "-", ":", " ", "."]
+
+    def atom(d: int) -> str:
+        r = rnd.random()
+        if d > 2 or r < 0.35:
+            return re.escape(rnd.choice(words))
+        if r < 0.45:
+            return rnd.choice([r"\d", r"\s", r"\w", r"\W", r"\S", ".", "[a-c]", "[^x]", "[: ]", "[1-9]", "[Ee]"])
+        if r < 0.55:
+            return rnd.choice([r"\b", "^", "$", r"(?<=x)", r"(?!a)", r"(?=\d)", r"\B"])
+        if r < 0.7:
+            return "(?:" + "|".join(seq(d + 1) for _ in range(rnd.randint(2, 3))) + ")"
+        if r < 0.8:
+            return "(" + seq(d + 1) + ")"
+        if r < 0.9:
+            return "(?i:" + seq(d + 1) + ")"
+        return "(?:" + seq(d + 1) + ")" + rnd.choice(["*", "+", "?", "{2}", "{1,3}", "{0,2}", "+?"])
+
+    def seq(d: int = 0) -> str:
+        return "".join(atom(d) for _ in range(rnd.randint(1, 4)))
+    p = seq() + ("|" + seq() if rnd.random() < 0.3 else "")
+    return "(?i:" + p + ")" if rnd.random() < 0.15 else p
+
+
+def _fuzz(trials: int, seed: int) -> None:
+    import random
+
+    from grpo_debug.tools.engine.prefilter_python import LiteralEngine
+
+    rnd = random.Random(seed)
+    chars = list("stepSTEPerrERRtpTPxXabABnanNAN0123456789_-:. \t") + ["é", "•", "\x01", "\r"]
+    words = ["step", "err", "Tp", "x", "ab", "nan", "é", "•", "Q", "k", "0", "12", "_", "-", ":", " ", "."]
+
+    def line() -> str:
+        if rnd.random() < 0.5:
+            return "".join(rnd.choice(words + chars) for _ in range(rnd.randint(0, 12)))
+        return "".join(rnd.choice(chars) for _ in range(rnd.randint(0, 20)))
+    for _ in range(trials):
+        pats: list[tuple[str, bool]] = []
+        while len(pats) < 6:
+            p = _fuzz_pattern(rnd)
+            try:
+                re.compile(p)
+            except re.error:
+                continue
+            pats.append((p, rnd.random() < 0.4))
+        base = [line() for _ in range(60)]
+        for n in (200, 12000):  # a plain chunk and a deduplicated one
+            lines = [rnd.choice(base) if rnd.random() < 0.8 else line() for _ in range(n)]
+            eng = LiteralEngine(pats)
+            skip = {i for i, (p, _) in enumerate(pats) if p in eng.unprefiltered}
+            want = {k: v - skip for k, v in _reference(pats, lines).items() if v - skip}
+            assert _engine_lines(eng, lines) == want, pats
+
+
+def test_python_engine_equals_python_re_on_random_patterns():
+    """Random patterns (alternations, optional and repeated groups, scoped case, classes, anchors, look-arounds,
+    non-ASCII literals) over random lines that repeat with case and digit changes: exactly re.search's lines."""
+    _fuzz(12, seed=11)
+
+
+@pytest.mark.slow
+def test_python_engine_equals_python_re_on_many_random_patterns():
+    _fuzz(400, seed=5)

@@ -40,7 +40,8 @@ import re
 from itertools import accumulate, compress, count
 
 from grpo_debug.tools.engine.regex_literals import (ALPHABET, NONASCII, UNBOUNDED, analyse_alternative, byte_freq,
-                                                    required_literals, selectivity, top_level_branches)
+                                                    required_literals, searchable_in_chunk, selectivity,
+                                                    top_level_branches)
 
 _TAIL = 12           # bytes after the pivot kept in an anchor
 _MIN_TAIL = 3        # at least this many
@@ -200,8 +201,9 @@ class LiteralEngine:
                     self.full += [] if i in self.full else [i]
                 for lit, word_end, lo, hi in spans or ():
                     lit_refs.setdefault((lit, word_end), []).append((u, lit, lo, hi))
-        self._full_rx = [(u, re.compile(unit[1].pattern, re.M | unit[1].flags)) for u, unit in enumerate(self._units)
-                         if unit[3] == _FULL]
+        self._full_rx = [(u, re.compile(unit[1].pattern, re.M | unit[1].flags),
+                          searchable_in_chunk(unit[1].pattern, bool(unit[1].flags & re.I)))
+                         for u, unit in enumerate(self._units) if unit[3] == _FULL]
         self._build(lit_refs)
 
     def _build(self, lit_refs: dict[tuple[bytes, bool], list[tuple[int, bytes, int, int]]]) -> None:
@@ -393,13 +395,37 @@ class LiteralEngine:
         return starts, ids, False
 
     def _full_scan(self, buf: bytes) -> dict[int, set[int]]:
-        """Line start -> the units without a cover that match somewhere from there (whole-chunk finditer)."""
-        src = buf.decode("latin-1")  # 1 byte -> 1 char: offsets are bytes
-        out: dict[int, set[int]] = {}
-        rfind = buf.rfind
-        for u, rx in self._full_rx:
-            for m in rx.finditer(src):
-                out.setdefault(rfind(b"\n", 0, m.start()) + 1, set()).add(u)
+        """Line start -> the units without a cover that may match the line. A unit whose line matches are matches
+        in the whole text (regex_literals.searchable_in_chunk) is searched over the whole chunk, from the next
+        line on after each hit (a hit that runs on into the next line hides nothing); another one is searched
+        line by line. Each is confirmed on its line afterwards (``_merge``)."""
+        ascii_text = buf.isascii()
+        src = buf.decode("ascii" if ascii_text else "utf-8", "replace")
+        hits: dict[int, set[int]] = {}  # line start in src (characters) -> units
+        find, rfind = src.find, src.rfind
+        for u, rx, whole in self._full_rx:
+            if whole:
+                search, pos = rx.search, 0
+                while (m := search(src, pos)) is not None:
+                    s = m.start()
+                    hits.setdefault(rfind("\n", 0, s) + 1, set()).add(u)
+                    pos = find("\n", s) + 1
+                    if pos == 0:
+                        break
+            else:
+                cs = 0
+                for ln in src.split("\n"):
+                    if rx.search(ln):
+                        hits.setdefault(cs, set()).add(u)
+                    cs += len(ln) + 1
+        if ascii_text or not hits:
+            return hits
+        out, line, prev = {}, 0, 0  # character offsets of line starts -> byte offsets, through line numbers
+        offs = list(accumulate(map(len, buf.split(b"\n")), initial=0))
+        for cs in sorted(hits):
+            line += src.count("\n", prev, cs)
+            prev = cs
+            out[offs[line] + line] = hits[cs]
         return out
 
     def _merge(self, buf: bytes, starts: list[int], ids: list[set[int]], extra: dict[int, set[int]]):

@@ -512,3 +512,31 @@ def analyse_alternative(pattern: str, caseless: bool) -> tuple[list | None, bool
         return None, False
     cover = _cover(pattern, caseless, tree)
     return (sorted(cover) if cover else None), translation_invariant(pattern, caseless, tree)
+
+
+def _line_local(items) -> bool:
+    for op, av in items:
+        if op is _c.AT and av in (_c.AT_BEGINNING_STRING, _c.AT_END_STRING):
+            return False
+        if op in (_c.ASSERT, _c.ASSERT_NOT, _c.GROUPREF, getattr(_c, "GROUPREF_EXISTS", None)):
+            return False
+        if op is _c.SUBPATTERN and not _line_local(av[-1]):
+            return False
+        if op is _c.BRANCH and not all(_line_local(b) for b in av[1]):
+            return False
+        if op in _REPEATS and not _line_local(av[2]):
+            return False
+        if op is _ATOMIC and not _line_local(av):
+            return False
+    return True
+
+
+def searchable_in_chunk(pattern: str, caseless: bool = False) -> bool:
+    """Whether a match of ``pattern`` in a line is also a match of it (with ``re.M``) at the same place in a
+    text of many lines: no ``\\A``, ``\\Z``, look-around or back-reference, whose answer depends on what is
+    around the line. (``^``, ``$`` under ``re.M`` and ``\\b`` see a newline as they see a line's edge.)"""
+    tree = _parse(pattern, caseless)
+    try:
+        return tree is not None and _line_local(list(tree))
+    except RecursionError:
+        return False
