@@ -30,8 +30,12 @@ lowercased over the lowercased line: ``re`` has no fast search under ``re.I``). 
 through the alphabet (regex_literals.translation_invariant: caseless ``\\bTP\\d+\\]``) is confirmed once per
 distinct translated ASCII line without tab, CR, VT or FF, its answer reused for the others. So ``line_hits`` is
 exact: the lines where a pattern matches, with every pattern that matches each of them.
-Speed (bench/bench_prefilter.py, 150 MB): 0.8x a plain one-regex line loop on bench/gen_log.py's log, 1.4x on
-bench/gen_real_log.py's with a rule regex matching 70% of its lines (SGLang rank prefixes), 0.9x without it.
+Speed (bench/bench_prefilter.py, 150 MB, against a plain one-regex line loop over the same file): 0.6x on
+bench/gen_log.py's log, 1.6-1.8x on bench/gen_real_log.py's with a rule regex matching 70% of its lines (SGLang
+rank prefixes), 0.9x without it (as streaming runs it). The floor is the chunk's translate, split and hashing,
+~1.6 ns a byte (the loop: ~5). What costs more: distinct lines holding literals, each planned and confirmed
+(~50 us for a 2 kB verl metric line: ~3x the loop on a log of 8 ranks' metric lines), and logs whose lines
+are all distinct and full of the patterns' words (prose: ~6x, as before the dedupe).
 """
 from __future__ import annotations
 
