@@ -21,8 +21,7 @@ lines where a pattern matches; grep -c counts lines too, over the relaxed patter
 
 With ``--triage``, the whole triage CLI with the pure-Python engine forced (``GRPO_DEBUG_PREFILTER_ENGINE=python``,
 bench_triage.triage_runs: wall time and peak RSS) is timed on the same file against baseline (a) (issue 15: pure
-Python <= 2x a plain regex loop; bench_triage.py's ``triage_over_plain_loop`` divides by the all-patterns loop (b),
-60-200x slower than (a), which any triage passes).
+Python <= 2x a plain regex loop; bench_triage.py's ``triage_over_plain_loop`` divides by the same baseline (a)).
 
 Usage: python bench/bench_prefilter.py [--log PATH | --mb 160] [--runs 1] [--b-mb 16] [--triage] [--json OUT]
 """
