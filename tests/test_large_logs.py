@@ -134,6 +134,37 @@ def _climb_series(n: int, climb: int, seed: int = 0) -> list[float]:
     return out
 
 
+def test_bucket_keeps_what_its_docstring_promises():
+    """series_store._keep against its specification written out plainly (min and max finite value, the first
+    value above / below the previous range, up to BREAKOUTS values beyond it by more than its width; the first
+    index alone when nothing is finite), on random buckets with nan and +-inf mixed in."""
+    rnd = random.Random(3)
+
+    def spec(vals, start, stop, lo, hi):
+        idx = range(start, stop)
+        fin = [i for i in idx if math.isfinite(vals[i])]
+        if not fin:
+            return [start], lo, hi
+        mn, mx = min(vals[i] for i in fin), max(vals[i] for i in fin)
+        out = {next(i for i in fin if vals[i] == mn), next(i for i in fin if vals[i] == mx)}
+        far = hi - lo if hi > lo else 0.0
+        if mx > hi:
+            out.add(next(i for i in idx if vals[i] > hi))
+            out.update([i for i in idx if vals[i] > hi + far][:ss.BREAKOUTS])
+        if mn < lo:
+            out.add(next(i for i in idx if vals[i] < lo))
+            out.update([i for i in idx if vals[i] < lo - far][:ss.BREAKOUTS])
+        return sorted(out), mn, mx
+    odd = [math.nan, math.inf, -math.inf, 0.0, 50.0, -50.0]
+    for _ in range(20_000):
+        n = rnd.randint(1, 40)
+        vals = ss.array("d", [rnd.choice(odd) if rnd.random() < 0.15 else rnd.gauss(0, 1) for _ in range(n)])
+        a = rnd.randint(0, n - 1)
+        b = rnd.randint(a + 1, n)
+        lo, hi = sorted((rnd.gauss(0, 1), rnd.gauss(0, 1))) if rnd.random() < 0.8 else (math.inf, -math.inf)
+        assert ss._keep(vals, a, b, lo, hi) == spec(vals, a, b, lo, hi), (list(vals), a, b, lo, hi)
+
+
 def test_series_store_keeps_extremes_first_nan_and_climb_start(monkeypatch):
     monkeypatch.setattr(ss, "STORE_POINTS", 3000)
     monkeypatch.setattr(ss, "SERIES_CAP", (256, 1024))

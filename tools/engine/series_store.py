@@ -20,6 +20,7 @@ import re
 from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import islice
 
 KEEP_NONFINITE = 3
 BREAKOUTS = 4                 # points of a bucket kept beyond the previous bucket's range by more than its width
@@ -46,7 +47,8 @@ def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int],
     first index alone, and the range (lo, hi) unchanged, when no value is finite. Min and max are found by the C
     builtins when the slice is all finite."""
     seg = vals[start:stop]
-    if _finite(sum(seg)):
+    allfin = _finite(sum(seg))
+    if allfin:
         mn, mx = min(seg), max(seg)
         out = {start + seg.index(mn), start + seg.index(mx)}
     else:
@@ -56,14 +58,14 @@ def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int],
         a, b = min(fin, key=vals.__getitem__), max(fin, key=vals.__getitem__)
         out, mn, mx = {a, b}, vals[a], vals[b]
     far = hi - lo if hi > lo else 0.0
-    if mx > hi:
-        ups = [i for i, v in enumerate(seg) if v > hi]
-        out.add(start + ups[0])
-        out.update(start + i for i in [i for i in ups if seg[i] > hi + far][:BREAKOUTS])
+    if mx > hi:  # (generators: the scan stops at the first breakout, or at the BREAKOUTS-th far one)
+        out.add(start + next(i for i, v in enumerate(seg) if v > hi))
+        if mx > hi + far or not allfin:  # (an inf is beyond any range)
+            out.update(start + i for i in islice((i for i, v in enumerate(seg) if v > hi + far), BREAKOUTS))
     if mn < lo:
-        downs = [i for i, v in enumerate(seg) if v < lo]
-        out.add(start + downs[0])
-        out.update(start + i for i in [i for i in downs if seg[i] < lo - far][:BREAKOUTS])
+        out.add(start + next(i for i, v in enumerate(seg) if v < lo))
+        if mn < lo - far or not allfin:
+            out.update(start + i for i in islice((i for i, v in enumerate(seg) if v < lo - far), BREAKOUTS))
     return sorted(out), mn, mx
 
 
