@@ -51,6 +51,17 @@ def _under(p: Path, root: Path) -> bool:
     return p == root or root in p.parents
 
 
+def _via_link(lexical: Path, real_roots: list[Path]) -> bool:
+    """Whether ``lexical`` ('..' already collapsed) names a place under a root through a symlinked folder: an
+    allowed folder is stored resolved, and a user writes it as they know it (macOS ``/tmp`` is
+    ``/private/tmp``; a home or data folder reached through a link). The strict check of the real path follows."""
+    try:
+        via = lexical.resolve()  # non-strict: the missing tail of a path stays as written
+    except (OSError, RuntimeError):
+        return False
+    return any(_under(via, r) for r in real_roots)
+
+
 def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathLike], *, kind: Kind = "file",
                  base: str | os.PathLike | None = None) -> Path:
     """The real path of ``path`` (symlinks resolved) when it may be read; raises :class:`PathNotAllowed`.
@@ -84,7 +95,7 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
 
     start = Path(base) if base is not None else Path(os.getcwd())
     lexical = Path(os.path.normpath(start / raw))  # collapses '..' without touching the file system
-    if not any(_under(lexical, r) for r in roots + real_roots):
+    if not any(_under(lexical, r) for r in roots + real_roots) and not _via_link(lexical, real_roots):
         if ".." in Path(raw).parts:
             raise PathNotAllowed(f"{shown}: '..' climbs out of the allowed roots ({hint})")
         raise PathNotAllowed(f"{shown}: outside the allowed roots ({hint})")

@@ -188,6 +188,29 @@ def test_default_roots_from_env_and_allow(tmp_path):
     assert roots == [tmp_path.resolve(), a.resolve(), b.resolve()]
 
 
+def test_allowed_folder_written_through_a_symlink(tmp_path):
+    """An allowed folder is stored resolved; a path written through a symlinked folder that leads into it is
+    read (macOS /tmp -> /private/tmp; CI once ran with ../shared a link, and the shared case was refused as
+    'outside the allowed roots'), while '..' and links that lead out are still refused."""
+    real = tmp_path / "real"
+    (real / "runs").mkdir(parents=True)
+    (real / "runs" / "a.log").write_text("x")
+    (tmp_path / "secret.log").write_text("s")
+    alias = tmp_path / "alias"
+    alias.symlink_to(real)
+    (tmp_path / "out_alias").symlink_to(tmp_path)
+    roots = default_roots([alias], cwd=real)
+    assert roots == [real.resolve()]
+    assert resolve_path(alias / "runs" / "a.log", roots) == (real / "runs" / "a.log").resolve()
+    assert resolve_path(alias / "runs", roots, kind="dir") == (real / "runs").resolve()
+    with pytest.raises(PathNotAllowed, match="no such file"):
+        resolve_path(alias / "runs" / "missing.log", roots)
+    for p, why in ((alias / ".." / "secret.log", r"'\.\.' climbs out"), (tmp_path / "out_alias" / "secret.log",
+                   "outside the allowed roots"), (alias / "runs" / ".." / ".." / "secret.log", r"'\.\.' climbs out")):
+        with pytest.raises(PathNotAllowed, match=why):
+            resolve_path(p, roots)
+
+
 async def test_every_path_taking_tool_is_confined(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
