@@ -219,6 +219,31 @@ def test_gzip_log_reads_cited_metric_lines_back_and_counts_its_own_bytes(tmp_pat
     assert seen[-1] == (gz.stat().st_size,) * 2 and all(d <= t for d, t in seen)
 
 
+def test_compressed_log_not_read_to_its_end_says_so_in_the_summary(tmp_path, real_log, small_limits, monkeypatch):
+    """A .gz cut by the decompression cap, and a truncated .gz (a log gzipped while still written, a partial
+    download), are triaged as far as they go, and the summary, not only coverage, says the rest was not seen (a
+    newcomer's gzipped 292 MB log lost its NaN to the old 256 MiB cap, and the only sign was the last coverage
+    line). The per-pattern bookkeeping notes stay out of the summary."""
+    path, planted = real_log
+    data = path.read_bytes()
+    gz = tmp_path / "run.log.gz"
+    gz.write_bytes(gzip.compress(data))
+    monkeypatch.setattr(ll, "MAX_DECOMPRESSED_BYTES", len(data) // 2)
+    res = triage_stream(gz)
+    assert "Note: only the first" in res.summary and "not seen" in res.summary
+    assert res.coverage.skipped[0].startswith("only the first") and "`" not in res.summary.split("Note:")[1]
+    assert res.coverage.lines_read < planted["lines"] // 2 + 1000
+
+    monkeypatch.setattr(ll, "MAX_DECOMPRESSED_BYTES", 16 * 2**30)
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(gzip.compress(data)[: len(gzip.compress(data)) * 3 // 4])
+    res = triage_stream(cut)
+    assert "the compressed file ends early" in res.summary and "EOFError" in res.coverage.skipped[0]
+    assert 0 < res.coverage.lines_read < planted["lines"] and res.findings
+    whole = triage_stream(gz)  # read to the end: nothing partial to say in the summary
+    assert "Note:" not in whole.summary and whole.coverage.lines_read == planted["lines"]
+
+
 def test_text_above_the_dense_line_limit_streams_and_reads_cited_lines_back(real_log, monkeypatch):
     import grpo_debug.tools.triage as tr
 

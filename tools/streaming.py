@@ -25,6 +25,7 @@ class Streamed:
     skipped: list[str] = field(default_factory=list)
     total_lines: int = 0
     bytes_read: int = 0
+    partial: list[str] = field(default_factory=list)  # the notes among ``skipped`` that can change the answer
 
 
 class LazyLines(dict):
@@ -179,6 +180,13 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
     if sparse.unprefiltered:
         skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered; lines matching only "
                        "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
+    partial = []
     if sparse.capped:
-        skipped.append(f"only the first {sparse.capped // 2**20} MiB (decompressed) were read: the input cap")
-    return Streamed(ctx=ctx, lines=lines, skipped=skipped, total_lines=sparse.total_lines, bytes_read=sparse.bytes_read)
+        partial.append(f"only the first {sparse.capped / 2**30:g} GiB of the decompressed log were read (the input "
+                       f"cap), up to line {_n(sparse.total_lines)}: anything later in the run is not seen; decompress "
+                       "it and split it to triage the rest")
+    if sparse.ended_early:
+        partial.append(f"the compressed file ends early (truncated or corrupt: {sparse.ended_early[:120]}); read up to "
+                       f"line {_n(sparse.total_lines)}, anything after that is not seen")
+    return Streamed(ctx=ctx, lines=lines, skipped=partial + skipped, total_lines=sparse.total_lines,
+                    bytes_read=sparse.bytes_read, partial=partial)

@@ -221,12 +221,17 @@ def _clip_words(text: str, n: int) -> str:
     return cut + " ..."
 
 
-def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> str:
+def _summary(findings: list[Finding], cov: Coverage, key: int | None = None, notes: list[str] | None = None) -> str:
+    """The one-paragraph answer. ``notes``: what the summary must say about the input (a streamed log: only what
+    can change the answer, such as a compressed log not read to its end, not the per-pattern bookkeeping that
+    ``coverage.skipped`` also holds); None: the first two of ``cov.skipped``."""
+    tail = notes if notes is not None else cov.skipped[:2]
     if not findings:
         what = ", ".join(cov.formats) or "no known log or config format"
-        return (f"No known failure pattern matched in {cov.lines_read} lines ({what}; {cov.metric_lines} metric lines, "
-                f"{cov.event_lines} error/event lines, {cov.config_facts} config facts). This is not a verdict that "
-                "the run is healthy: paste the lines around the failure, the per-step metrics and the launch command.")
+        s = (f"No known failure pattern matched in {cov.lines_read} lines ({what}; {cov.metric_lines} metric lines, "
+             f"{cov.event_lines} error/event lines, {cov.config_facts} config facts). This is not a verdict that "
+             "the run is healthy: paste the lines around the failure, the per-step metrics and the launch command.")
+        return s + (" Note: " + "; ".join(notes) + "." if notes else "")
     f = findings[0]
     ev = next((e for e in f.evidence if e.line == key), f.evidence[0] if f.evidence else None)
     s = f"Most likely: {f.symptom} - {f.title} ({f.confidence} confidence)."
@@ -237,8 +242,8 @@ def _summary(findings: list[Finding], cov: Coverage, key: int | None = None) -> 
     s += " Fix: " + f.fix.rstrip(".") + "."
     if len(findings) > 1:
         s += " Also: " + "; ".join(f"{x.symptom} ({x.title})" for x in findings[1:3]) + "."
-    if cov.skipped:
-        s += " Note: " + "; ".join(cov.skipped[:2]) + "."
+    if tail:
+        s += " Note: " + "; ".join(tail) + "."
     return s
 
 
@@ -268,7 +273,8 @@ def rule_patterns(rb: RuleBase) -> list[tuple[str, bool]]:
 
 
 def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], rules: RuleBase | None,
-            max_findings: int, lines_read: int, bytes_read: int, streamed: bool = False, versions=None) -> TriageResult:
+            max_findings: int, lines_read: int, bytes_read: int, streamed: bool = False, versions=None,
+            summary_notes: list[str] | None = None) -> TriageResult:
     from grpo_debug.tools.engine.version_gate import annotate, attach_versions
 
     rb = rules or default_rules()
@@ -301,7 +307,7 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
         unknown_config_keys=config_keys[:50], versions=[h.describe() for h in (ctx.versions or {}).values()][:12])
     truncated = len(findings) > max_findings
     findings = findings[:max_findings]
-    return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None), findings=findings,
+    return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None, summary_notes), findings=findings,
                         metrics=_series_summary(ctx.metrics), coverage=cov, truncated=truncated)
 
 
@@ -317,7 +323,7 @@ def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10
     st = read_streamed(path, rb, progress=progress, label=label)
     return _result(st.ctx, st.lines, label=label or str(path), skipped=list(skipped or []) + st.skipped, rules=rb,
                    max_findings=max_findings, lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True,
-                   versions=versions)
+                   versions=versions, summary_notes=list(skipped or []) + st.partial)
 
 
 def streamable(path: str | os.PathLike) -> Path | None:

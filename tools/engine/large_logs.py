@@ -40,7 +40,9 @@ TAIL_LINES = 1000
 TRACEBACK_CONTEXT = 80
 MAX_CANDIDATES = 400_000  # metric lines kept as lines when there is no series store
 MAX_COPIES = 1000  # (kept for callers that read it; quotas now bound repeated lines)
-MAX_DECOMPRESSED_BYTES = 256 * 2**20  # of a .gz/.zst log: the rest is not read (a note says so)
+# of a .gz/.zst log: the rest is not read (the summary says so). Memory is bounded whatever the size (streaming);
+# the cap bounds the time a decompression bomb can take (the MCP server's per-call deadline also does).
+MAX_DECOMPRESSED_BYTES = 16 * 2**30
 HIT_LIMIT = 60_000     # prefilter hits per chunk before the chunk is looked at for a flood of chatter
 MAX_REBUILDS = 6       # times the prefilter is rebuilt without chatter patterns
 
@@ -71,6 +73,7 @@ class SparseLog:
     unprefiltered: list[str] = field(default_factory=list)
     truncated: bool = False
     capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
+    ended_early: str | None = None  # why a compressed stream stopped before its end (a truncated .gz), else None
     repeats: int = 0
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # the prefilter's patterns, by id
     matched: dict[int, int] = field(default_factory=dict)  # pattern id -> candidate lines it matched (not metric lines)
@@ -366,7 +369,12 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
     line_no = pending = raw_read = 0
     carry, skip_to_newline, gap = b"", False, False  # gap: the buffer lost the middle of a huge line
     while True:
-        block = stream.read(CHUNK) if max_bytes is None or raw_read < max_bytes else b""
+        try:
+            block = stream.read(CHUNK) if max_bytes is None or raw_read < max_bytes else b""
+        except (EOFError, OSError, ValueError) as e:  # a truncated or corrupt .gz/.zst after some good data
+            if not raw_read:
+                raise
+            out.ended_early, block = f"{type(e).__name__}: {e}", b""
         if block:
             raw_read += len(block)
             if max_bytes is not None and raw_read >= max_bytes:

@@ -187,7 +187,7 @@ def analyze(text: str | None = None, path: str | None = None, *, rules=None, max
         rb = rules or default_rules()
         st = read_streamed(big, rb, label=str(big))
         res = _result(st.ctx, st.lines, label=str(big), skipped=st.skipped, rules=rb, max_findings=max_findings,
-                      lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True)
+                      lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True, summary_notes=st.partial)
         return Analysis(st.ctx, res, str(big))
     s, label, skipped, hint = read_input(text, path)
     ctx, lines = build_context(s, hint)
