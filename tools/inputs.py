@@ -87,6 +87,12 @@ def refuse_binary(head: bytes, ctrl: int, label: str) -> str | None:
     what = next((w for m, w in _BINARY_MAGIC.items() if head.startswith(m)), None)
     if what is None and head and head.count(0) > len(head) // 100 and ctrl > len(head) // 10:
         what = f"binary data ({ctrl} control bytes in the first {len(head)})"
+    if what is None and head and ctrl > len(head) // 20:
+        # control bytes and mostly not UTF-8: random, encrypted or an unknown compressed format (a text log in a
+        # legacy encoding has few control bytes; one with ANSI colours or tqdm's \r has them excluded from ctrl)
+        bad = head.decode("utf-8", "replace").count("\ufffd")
+        if bad > len(head) // 10:
+            what = f"binary data ({ctrl} control bytes and {bad} bytes that are not UTF-8 in the first {len(head)})"
     if what is None:
         return None
     return (f"{label} is {what}, not a text log, config or launch script; give the training log (stdout/stderr "
