@@ -186,7 +186,8 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
                        f"cap), up to line {_n(sparse.total_lines)}: anything later in the run is not seen; decompress "
                        "it and split it to triage the rest")
     if sparse.ended_early:
-        partial.append(f"the compressed file ends early (truncated or corrupt: {sparse.ended_early[:120]}); read up to "
-                       f"line {_n(sparse.total_lines)}, anything after that is not seen")
+        partial.append(f"the input ends early (a truncated or corrupt compressed file, or a read error: "
+                       f"{sparse.ended_early[:120]}); read up to line {_n(sparse.total_lines)}, anything after that is "
+                       "not seen")
     return Streamed(ctx=ctx, lines=lines, skipped=partial + skipped, total_lines=sparse.total_lines,
                     bytes_read=sparse.bytes_read, partial=partial)

@@ -73,7 +73,7 @@ class SparseLog:
     unprefiltered: list[str] = field(default_factory=list)
     truncated: bool = False
     capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
-    ended_early: str | None = None  # why a compressed stream stopped before its end (a truncated .gz), else None
+    ended_early: str | None = None  # why reading stopped before the end (a truncated .gz, a read error), else None
     repeats: int = 0
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # the prefilter's patterns, by id
     matched: dict[int, int] = field(default_factory=dict)  # pattern id -> candidate lines it matched (not metric lines)
@@ -371,7 +371,7 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
     while True:
         try:
             block = stream.read(CHUNK) if max_bytes is None or raw_read < max_bytes else b""
-        except (EOFError, OSError, ValueError) as e:  # a truncated or corrupt .gz/.zst after some good data
+        except (EOFError, OSError, ValueError) as e:  # a truncated/corrupt .gz or a read error after some good data
             if not raw_read:
                 raise
             out.ended_early, block = f"{type(e).__name__}: {e}", b""
