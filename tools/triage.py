@@ -317,13 +317,23 @@ def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10
     """Triage a large or compressed log in bounded memory: tools/streaming.py reads it (see ``read_streamed``),
     then the pipeline here. ``progress(bytes_done, bytes_total)`` is called as the work proceeds. Raises
     InputError for an unreadable or undecodable (e.g. zstd without the zstandard package) file."""
+    return stream_and_result(path, rules=rules, max_findings=max_findings, progress=progress, label=label,
+                             skipped=skipped, versions=versions)[1]
+
+
+def stream_and_result(path, *, rules: RuleBase | None = None, max_findings: int = 10, progress=None,
+                      label: str | None = None, skipped: list[str] | None = None, versions=None):
+    """(the Streamed read of ``path``, its TriageResult): :func:`triage_stream` for callers that also need the
+    context (plot and compare). The summary carries the caller's notes and what can change the answer (the input
+    not read to its end), not the per-pattern bookkeeping of ``coverage.skipped``."""
     from grpo_debug.tools.streaming import read_streamed
 
     rb = rules or default_rules()
     st = read_streamed(path, rb, progress=progress, label=label)
-    return _result(st.ctx, st.lines, label=label or str(path), skipped=list(skipped or []) + st.skipped, rules=rb,
-                   max_findings=max_findings, lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True,
-                   versions=versions, summary_notes=list(skipped or []) + st.partial)
+    res = _result(st.ctx, st.lines, label=label or str(path), skipped=list(skipped or []) + st.skipped, rules=rb,
+                  max_findings=max_findings, lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True,
+                  versions=versions, summary_notes=list(skipped or []) + st.partial)
+    return st, res
 
 
 def streamable(path: str | os.PathLike) -> Path | None:

@@ -181,13 +181,9 @@ def analyze(text: str | None = None, path: str | None = None, *, rules=None, max
         return Analysis(m.ctx, res, str(path), m)
     big = streamable(path) if path is not None and text is None else None
     if big is not None:  # a large or compressed log: streamed as triage streams it (bounded series, notes)
-        from grpo_debug.skills.loader import default_rules
-        from grpo_debug.tools.streaming import read_streamed
+        from grpo_debug.tools.triage import stream_and_result
 
-        rb = rules or default_rules()
-        st = read_streamed(big, rb, label=str(big))
-        res = _result(st.ctx, st.lines, label=str(big), skipped=st.skipped, rules=rb, max_findings=max_findings,
-                      lines_read=st.total_lines, bytes_read=st.bytes_read, streamed=True, summary_notes=st.partial)
+        st, res = stream_and_result(big, rules=rules, max_findings=max_findings, label=str(big))
         return Analysis(st.ctx, res, str(big))
     s, label, skipped, hint = read_input(text, path)
     ctx, lines = build_context(s, hint)
