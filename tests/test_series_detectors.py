@@ -273,3 +273,19 @@ def test_rule_about_another_trainer_does_not_fire_on_a_clear_run():
     slime = "python3 train.py --max-tokens-per-gpu 9216 --rollout-num-gpus 4 --rollout-max-response-len 8192\n"
     ids = [c.rule_id for f in triage(text=slime).findings for c in f.causes]
     assert "slime-max-tokens-per-gpu-without-dynamic-batch" in ids
+
+
+def test_nonfinite_at_the_first_point_seen_is_not_called_the_run_s_first():
+    """A log's tail pasted after the run went NaN starts with NaN: both non-finite detectors say the first NaN is
+    only the first in this input (a newcomer's `tail -n 5000 run.log | grpo-debug triage -` read "first
+    non-finite" at the tail's first step, 27 steps after the real one)."""
+    from grpo_debug.tools.triage import triage_text  # (its metric-nonfinite rule runs engine/detectors.nonfinite)
+
+    tail = "".join(f"step:{i} - actor/grad_norm:nan - actor/pg_loss:0.1\n" for i in range(399, 402))
+    whole = "".join(f"step:{i} - actor/grad_norm:{'nan' if i >= 5 else 0.3} - actor/pg_loss:0.1\n" for i in range(1, 9))
+    assert "run may have gone non-finite earlier" in first_nonfinite(_run(g=[math.nan, math.nan, 1.0])).message
+    assert "earlier" not in first_nonfinite(_run(g=[0.3, math.nan, math.nan])).message
+    for text, said in ((tail, True), (whole, False)):
+        res = triage_text(text)
+        sig = res.findings[0].causes[0].matched[0]
+        assert res.findings[0].symptom == "nan_inf" and ("may have gone non-finite earlier" in sig) is said, sig

@@ -11,7 +11,7 @@ import re
 import statistics
 from typing import Callable
 
-from grpo_debug.tools.engine.hit import Hit
+from grpo_debug.tools.engine.hit import ALREADY_NONFINITE, Hit
 from grpo_debug.tools.engine.metrics import MetricTable, Point, is_finite
 from grpo_debug.tools.engine.series.step1 import step1_table as step1_mismatch  # noqa: F401  (moved; the name stays)
 
@@ -46,12 +46,14 @@ def nonfinite(t: MetricTable, keys: str | None = None) -> Hit | None:
             names.append(k)
             lines += [p.line for p in bad[:3]]
             if first is None or bad[0].line < first[1].line:
-                first = (k, bad[0])
+                first = (k, bad[0], bad[0] is pts[0])
     if not names:
         return None
-    k, p = first
-    return Hit(sorted(set(lines))[:8], f"{k} is {_fmt(p.value)} at step {p.step:g} (first non-finite; "
+    k, p, at_start = first
+    where = ALREADY_NONFINITE if at_start else ""
+    return Hit(sorted(set(lines))[:8], f"{k} is {_fmt(p.value)} at step {p.step:g} (first non-finite{where}; "
                f"{len(names)} series affected: {', '.join(names[:5])})", names)
+
 
 
 def vanished(t: MetricTable, keys: str | None = None, fmt: str | None = "megatron") -> Hit | None:

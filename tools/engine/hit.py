@@ -14,3 +14,8 @@ class Hit:
     lines: list[int]
     message: str
     keys: list[str]
+
+
+# said of a series whose first point in the input is already non-finite (both non-finite detectors): an excerpt
+# such as a log's tail can start after the run went NaN, so "first" is only the first seen
+ALREADY_NONFINITE = " in this input, which starts with it: the run may have gone non-finite earlier"

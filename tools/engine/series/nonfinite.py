@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from grpo_debug.tools.engine.hit import Hit
+from grpo_debug.tools.engine.hit import ALREADY_NONFINITE, Hit
 from grpo_debug.tools.engine.series.baseline import at, fmt, select
 from grpo_debug.tools.run.model import Run
 
@@ -31,7 +31,7 @@ def first_nonfinite(run: Run, metric: str | None = None, keys: str | None = None
     lines = ([prev.line] if prev is not None and prev.line is not None else []) + [t[2].points[t[3]].line for t in firsts
                                                                                    if t[2].points[t[3]].line is not None]
     recovers = any(math.isfinite(q.value) for q in s.points[i + 1:])
-    msg = f"{s.name} is {fmt(p.value)} at {at(p)} (first non-finite"
+    msg = f"{s.name} is {fmt(p.value)} at {at(p)} (first non-finite" + (ALREADY_NONFINITE if i == 0 else "")
     msg += f"; last finite {fmt(prev.value)} at {at(prev)}" if prev is not None else ""
     msg += f"; {len(firsts)} series affected: {', '.join(t[2].name for t in firsts[:5])})"
     if recovers:
