@@ -243,3 +243,23 @@ def test_brackets_rules_and_progress_bars_are_not_lines_not_understood():
     cov = triage(text=text).coverage
     assert cov.lines_not_understood == 2, cov.not_understood_sample  # the glued log line and the unknown one
     assert [e.line for e in cov.not_understood_sample] == [11, 12]
+
+
+def test_nan_evidence_excerpt_shows_the_series_that_went_nan():
+    """A long verl line names pg_loss before grad_norm; grad_norm goes NaN first and pg_loss later: the evidence
+    excerpt and the summary show `actor/grad_norm:nan` (a newcomer's summary showed a window that started at
+    pg_loss, a finite value, and cut before grad_norm)."""
+    from grpo_debug.tools.triage import triage_text
+
+    pad = " - ".join(f"perf/extra_{j}:{j}.125" for j in range(12))
+
+    def row(i):
+        gn = "nan" if i >= 6 else "0.31"
+        pl = "nan" if i >= 8 else "0.012"
+        return (f"step:{i} - global_seqlen/mean:288500.040 - actor/entropy:1.089 - actor/kl_loss:0.027 - {pad} - "
+                f"actor/pg_loss:{pl} - actor/pg_clipfrac:0.001 - {pad} - actor/grad_norm:{gn} - perf/mfu/actor:0.44\n")
+    res = triage_text("".join(row(i) for i in range(1, 11)))
+    f = res.findings[0]
+    ev = next(e for e in f.evidence if e.line == 6)
+    assert f.symptom == "nan_inf" and len(ev.text) < 400 and "actor/grad_norm:nan" in ev.text
+    assert "actor/grad_norm:nan" in res.summary.split("Evidence:")[1].split("Fix:")[0]

@@ -57,13 +57,14 @@ def _events(lines: list[Line]) -> list:
 
 
 def excerpt(text: str, focus: list[str] = (), width: int = EXCERPT) -> str:
-    """``text`` cut to ``width`` characters around the first focus term it contains (a metric key, the
-    matched substring), so the excerpt shows what proves the finding; '...' marks each cut."""
+    """``text`` cut to ``width`` characters around the first focus term (in ``focus`` order: what the finding is
+    about comes first, e.g. the series that went NaN before the others it names) that it contains (a metric key,
+    the matched substring), so the excerpt shows what proves the finding; '...' marks each cut."""
     if len(text) <= width:
         return text
     low = text.lower()
-    pos = min((i for f in focus if f and (i := low.find(f.lower())) >= 0), default=0)
-    start = max(0, min(pos - width // 3, len(text) - width))
+    pos = next((i for f in focus if f and (i := low.find(f.lower())) >= 0), 0)
+    start = max(0, pos - width // 3)  # (not pulled back at the end of the line: the term stays near the start)
     out = text[start:start + width]
     return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
 

@@ -50,6 +50,7 @@ def nonfinite(t: MetricTable, keys: str | None = None) -> Hit | None:
     if not names:
         return None
     k, p, at_start = first
+    names.insert(0, names.pop(names.index(k)))  # the first to go non-finite leads (the evidence excerpt shows it)
     where = ALREADY_NONFINITE if at_start else ""
     return Hit(sorted(set(lines))[:8], f"{k} is {_fmt(p.value)} at step {p.step:g} (first non-finite{where}; "
                f"{len(names)} series affected: {', '.join(names[:5])})", names)
