@@ -33,6 +33,7 @@ from typing import Callable, Iterable
 from grpo_debug.tools.engine.events import EVENT_PATTERNS
 from grpo_debug.tools.engine.line_quota import HEAD, TRACE, Dropped, Keeper, split_noisy
 from grpo_debug.tools.engine.prefilter import _Engine, _top_level_branches
+from grpo_debug.tools.engine.verl_lines import VerlTemplates
 
 CHUNK = 4 * 2**20
 HEAD_LINES = 3000
@@ -191,8 +192,11 @@ class _Scanner:
                     if values:
                         store.add(fmt, step, line, sink.offsets.get(line, -1), values)
                         sink.lines.add(line)
+                        if fmt == "verl":  # a layout the fast path may learn (verl_lines.py)
+                            sink.verl.append((line, tuple(values)))
             self.sink = _Sink()
-            self.sink.offsets = {}
+            self.sink.offsets, self.sink.verl = {}, []
+            self.verl = VerlTemplates()
 
     def _hits(self, chunk: bytes, line_no: int) -> dict[int, set[int]]:
         """The candidate lines of ``chunk`` and their pattern ids. A chunk with more than HIT_LIMIT hits is looked
@@ -288,24 +292,50 @@ class _Scanner:
             self._demote(noisy, line, {p: [r[1] for r in list(k.rings.get(p, ()))[-200:]] for p in noisy})
 
     def _metrics(self, chunk: bytes, metric: list[tuple[int, int]], base: int | None) -> set[int]:
-        """Extract the values of the metric candidate lines into the store; the line numbers that carried metrics."""
+        """Extract the values of the metric candidate lines into the store, in line order: a verl step line
+        whose key layout was seen before straight from its bytes (verl_lines.py), every other line through the
+        general parsers (normalised, engine/metrics.py); the line numbers that carried metrics."""
+        sink, store, verl = self.sink, self.store, self.verl
+        sink.lines = set()
+        raws = [chunk[s:chunk.find(b"\n", s)] for _, s in metric]
+        if self.spool is None:
+            offs = [base + s for _, s in metric] if base is not None else [-1] * len(metric)
+        else:  # a compressed input: metric lines go to a spool file, read back from there by offset
+            offs, pos = [], self.spool.tell()
+            for r in raws:
+                offs.append(pos)
+                pos += len(r) + 1
+            self.spool.write(b"\n".join(raws) + b"\n")
+        slow: list[int] = []  # indices of lines waiting for the general path
+        for i, raw in enumerate(raws):
+            got = verl.parse(raw) if verl.templates else None
+            if got is None:
+                slow.append(i)
+                continue
+            if slow:
+                self._general(slow, metric, raws, offs)
+                slow = []
+            no = metric[i][0]
+            store.add_row("verl", got[0], no, offs[i], got[1], got[2])
+            sink.lines.add(no)
+        if slow:
+            self._general(slow, metric, raws, offs)
+        return sink.lines
+
+    def _general(self, idx: list[int], metric: list[tuple[int, int]], raws: list[bytes], offs: list[int]) -> None:
+        """The general parsers on the lines ``idx``; the verl layouts they read become fast-path templates."""
         from grpo_debug.tools.engine.metrics import extract_metrics
         from grpo_debug.tools.engine.normalize import normalize_line
 
         sink = self.sink
-        sink.lines = set()
-        raws = [chunk[s:chunk.find(b"\n", s)] for _, s in metric]
-        lines = [normalize_line(r.decode("utf-8", "replace").replace("\x00", ""), no) for (no, _), r in zip(metric, raws)]
-        if self.spool is None:
-            sink.offsets = {no: base + s for no, s in metric} if base is not None else {}
-        else:  # a compressed input: metric lines go to a spool file, read back from there by offset
-            sink.offsets, pos = {}, self.spool.tell()
-            for (no, _), r in zip(metric, raws):
-                sink.offsets[no] = pos
-                pos += len(r) + 1
-            self.spool.write(b"\n".join(raws) + b"\n")
+        sink.offsets = {metric[i][0]: offs[i] for i in idx}
+        lines = [normalize_line(raws[i].decode("utf-8", "replace").replace("\x00", ""), metric[i][0]) for i in idx]
+        sink.verl = []
         extract_metrics(lines, table=sink, counters=self.counters)
-        return sink.lines
+        if sink.verl:
+            raw_of = {metric[i][0]: raws[i] for i in idx}
+            for no, keys in sink.verl[-3:]:  # the last layouts seen: the ones coming next
+                self.verl.learn(raw_of[no], keys)
 
 
 def _tail(last_chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:

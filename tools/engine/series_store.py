@@ -223,18 +223,24 @@ class SeriesStore:
     def add(self, fmt: str, step: float, line: int, off: int, values: dict[str, float]) -> None:
         """Fold one metric line (``values`` by raw key, at ``step``; ``line`` 1-based, ``off`` its byte offset or -1).
         Lines with the same keys in a row are gathered as rows of one block and filed per series by slicing."""
+        self.add_row(fmt, step, line, off, tuple(values), values.values())
+
+    def add_row(self, fmt: str, step: float, line: int, off: int, keys: tuple[str, ...], vals) -> None:
+        """:meth:`add` with the keys and the values (an iterable of floats, in key order) apart: a caller that
+        reads many lines with one key layout passes the same ``keys`` tuple each time (compared by identity)."""
         rid = len(self.r_line)
         self.r_step.append(step)
         self.r_line.append(line)
         self.r_off.append(off)
-        keys = tuple(values)
-        if keys != self._keys or len(self._rids) >= PENDING:
+        if keys is not self._keys and keys != self._keys or len(self._rids) >= PENDING:
             self._flush()
             self._keys = keys
+        rows, n = self._rows, len(self._rows)
         try:
-            self._rows.extend(values.values())
+            rows.extend(vals)
         except TypeError:  # a value that is not a plain number
-            self._rows.extend(float(v) for v in values.values())
+            del rows[n:]
+            rows.extend([float(v) for v in vals])
         self._rids.append(rid)
         self.metric_lines += 1
         self.formats.add(fmt)
