@@ -398,51 +398,63 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *,
     last_chunks: list[tuple[int, bytes]] = []
     line_no = pending = raw_read = 0
     carry, skip_to_newline, gap = b"", False, False  # gap: the buffer lost the middle of a huge line
+    buf = bytearray(CHUNK)  # read into and reused: a fresh 4 MiB object per read costs page faults (~0.3 s/GB)
+    view = memoryview(buf)
     while True:
         try:
-            block = stream.read(CHUNK) if max_bytes is None or raw_read < max_bytes else b""
+            got = _read_into(stream, buf, view) if max_bytes is None or raw_read < max_bytes else 0
         except (EOFError, OSError, ValueError) as e:  # a truncated/corrupt .gz or a read error after some good data
             if not raw_read:
                 raise
-            out.ended_early, block = f"{type(e).__name__}: {e}", b""
-        if block:
-            raw_read += len(block)
+            out.ended_early, got = f"{type(e).__name__}: {e}", 0
+        lo = 0  # the block is buf[lo:got]
+        if got:
+            raw_read += got
             if max_bytes is not None and raw_read >= max_bytes:
                 out.capped = max_bytes
             if skip_to_newline:
-                nlpos = block.find(b"\n")
-                if nlpos == -1:
+                lo = buf.find(b"\n", 0, got)
+                if lo == -1:
                     continue
-                block, skip_to_newline = block[nlpos:], False
-        buf = carry + block
-        end = raw_read  # source offset (from ``start``) of the end of ``buf``
-        if not block:
-            if not buf:
-                break
-            buf += b"" if buf.endswith(b"\n") else b"\n"
-            end += 1 if len(buf) > len(carry) else 0
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0:  # no newline in the whole chunk: a huge line; keep reading (bounded by the input cap)
-            carry = buf
-            if not block:
-                break
+                skip_to_newline = False
+        end = raw_read  # source offset (from ``start``) of the end of the block
+        cut = buf.rfind(b"\n", lo, got) + 1 if got else 0
+        if got and cut == 0:  # no newline in the whole block: a huge line; keep reading (bounded by the input cap)
+            carry += view[lo:got]
             if len(carry) > 64 * 2**20:  # a single line over 64 MiB: keep its start, drop the rest of it
                 carry, skip_to_newline, gap = carry[: 20_000], True, True
             continue
-        chunk, carry = buf[:cut], buf[cut:]
-        base = None if gap or start is None else start + end - len(buf)
-        gap = False
+        if got:
+            chunk, rest = carry + view[lo:cut], bytes(view[cut:got])  # the one copy of the block's lines
+            end -= len(rest)
+        else:  # the end of the input: the last line, if it has no newline
+            if not carry:
+                break
+            chunk, rest = carry + (b"" if carry.endswith(b"\n") else b"\n"), b""
+            end += len(chunk) - len(carry)
+        base = None if gap or start is None else start + end - len(chunk)
+        carry, gap = rest, False
         last_chunks = (last_chunks + [(line_no, chunk)])[-2:]  # the tail is cut from these at the end
         pending, line_no = sc.chunk(chunk, line_no, base, pending)
         out.bytes_read += len(chunk)
         _report(progress, position() if position else raw_read, size, "reading")
-        if not block:
+        if not got:
             break
     _finish(out, sc, last_chunks, line_no)
     total = size if size is not None else raw_read
     _report(progress, total, total, "reading")  # the end of the file (or of the input cap)
     _report(progress, total, total, "analysing")  # what the caller does next: a phase, not bytes
     return out
+
+
+def _read_into(stream, buf: bytearray, view: memoryview) -> int:
+    """Read up to ``len(buf)`` bytes of ``stream`` into ``buf``; how many (0 at the end)."""
+    readinto = getattr(stream, "readinto", None)
+    if readinto is not None:
+        return readinto(view) or 0
+    block = stream.read(len(buf))
+    buf[: len(block)] = block
+    return len(block)
 
 
 def _finish(out: SparseLog, sc: _Scanner, last_chunks: list[tuple[int, bytes]], line_no: int) -> None:
