@@ -26,13 +26,15 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from grpo_debug.tools.engine.events import EVENT_PATTERNS
 from grpo_debug.tools.engine.line_quota import HEAD, TRACE, Dropped, Keeper, split_noisy
-from grpo_debug.tools.engine.prefilter import _Engine, _top_level_branches
+from grpo_debug.tools.engine.prefilter import _Engine
+from grpo_debug.tools.engine.regex_literals import top_level_branches
 from grpo_debug.tools.engine.verl_lines import VerlTemplates
 
 CHUNK = 4 * 2**20
@@ -232,7 +234,7 @@ class _Scanner:
             self.active.remove(p)
             self.demoted[p] = line
             keep = split_noisy(pat, ci, samples.get(p, [])) or []
-            self.chatter[p] = [b for b in _top_level_branches(pat) if b not in keep] if keep else [pat]
+            self.chatter[p] = [b for b in top_level_branches(pat, re.I if ci else 0) if b not in keep] if keep else [pat]
             for b in keep:
                 q = len(self.patterns)
                 self.patterns.append((b, ci))

@@ -113,9 +113,9 @@ class Keeper:
 def split_noisy(pattern: str, caseless: bool, sample: list[bytes]) -> list[str] | None:
     """The top-level alternatives of ``pattern`` that do not match most of ``sample`` (lines it matched as
     chatter), to go on scanning for; None when every alternative matches the chatter (stop scanning for it all)."""
-    from grpo_debug.tools.engine.prefilter import _top_level_branches
+    from grpo_debug.tools.engine.regex_literals import top_level_branches
 
-    branches = _top_level_branches(pattern)
+    branches = top_level_branches(pattern, re.I if caseless else 0)
     if len(branches) < 2 or not sample:
         return None
     texts = [s.decode("utf-8", "replace") for s in sample]

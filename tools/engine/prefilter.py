@@ -41,30 +41,13 @@ class PrefilterEngineError(InputError):
     """``GRPO_DEBUG_PREFILTER_ENGINE`` names an engine that is unknown or not installed."""
 
 
-def _top_level_branches(p: str) -> list[str]:
-    out, depth, cur, i = [], 0, "", 0
-    while i < len(p):
-        c = p[i]
-        if c == "\\" and i + 1 < len(p):
-            cur += p[i:i + 2]
-            i += 2
-            continue
-        depth += c == "("
-        depth -= c == ")"
-        if c == "|" and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += c
-        i += 1
-    return out + [cur]
-
-
 def _relax(p: str) -> str | None:
     """A Python-syntax form of ``p`` for grep-like tools (bench/bench_triage.py translates it to POSIX ERE):
     look-around assertions removed, inline flag groups made plain groups, top-level alternatives that use
     back-references dropped; None when every alternative does. The engines use regex_dialect.to_engine."""
-    branches = [b for b in _top_level_branches(p) if not re.search(r"\\[1-9]", b)]
+    from grpo_debug.tools.engine.regex_literals import top_level_branches
+
+    branches = [b for b in top_level_branches(p) if not re.search(r"\\[1-9]", b)]
     if not branches:
         return None
     p = "|".join(branches)
