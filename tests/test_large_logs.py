@@ -165,6 +165,41 @@ def test_bucket_keeps_what_its_docstring_promises():
         assert ss._keep(vals, a, b, lo, hi) == spec(vals, a, b, lo, hi), (list(vals), a, b, lo, hi)
 
 
+def test_buckets_filed_with_numpy_are_the_buckets_filed_one_by_one(monkeypatch):
+    """_Series files whole buckets with numpy (series_store._keep_rows); the entries, bucket starts and ranges must
+    be those of _keep applied bucket by bucket: random walks, plateaus, climbs, nan and inf stretches."""
+    rnd = random.Random(11)
+
+    def fill(values) -> tuple:
+        s = ss._Series(1)
+        s.cap = 200
+        for k, v in enumerate(values):
+            s.pv.append(v)
+            s.pr.append(k)
+            if len(s.pv) >= max(64, s.width):
+                s.file()
+        s.file(final=True)
+        return list(s.vals), list(s.recs), list(s.bnd), s.width, s.lo, s.hi
+    wide = 0
+    for trial in range(60):
+        n = rnd.randint(500, 6000)
+        x, values = 0.0, []
+        for i in range(n):
+            x += rnd.gauss(0, 1) if trial % 3 else (0.0 if i % 50 else rnd.gauss(0, 5))  # plateaus: ties
+            values.append(2.0 ** min(60, (i - n // 2) / 10) if trial % 4 == 0 and i > n // 2 else x)
+        if trial % 5 == 0:
+            for i in range(n - n // 7, n - n // 9):
+                values[i] = rnd.choice([math.nan, math.inf, -math.inf])
+        with_numpy = fill(values)
+        monkeypatch.setattr(ss, "_keep_rows", lambda *a: None)
+        one_by_one = fill(values)
+        monkeypatch.undo()
+        assert with_numpy[3] >= 16, trial  # merged: buckets filed both ways
+        wide += with_numpy[3] >= 64
+        assert repr(with_numpy) == repr(one_by_one), trial
+    assert wide > 20  # and often merged again
+
+
 def test_series_store_keeps_extremes_first_nan_and_climb_start(monkeypatch):
     monkeypatch.setattr(ss, "STORE_POINTS", 3000)
     monkeypatch.setattr(ss, "SERIES_CAP", (256, 1024))

@@ -69,6 +69,36 @@ def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int],
     return sorted(out), mn, mx
 
 
+def _keep_rows(vals, start: int, nb: int, w: int, lo: float, hi: float):
+    """:func:`_keep` on the ``nb`` consecutive buckets of ``w`` values at ``vals[start:]``, with numpy, each bucket's
+    (lo, hi) being the previous bucket's range: (the kept positions as a flat boolean mask, in order; the last
+    bucket's range). None when numpy is missing or a value is not finite (then :func:`_keep`, bucket by bucket)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    rows = np.frombuffer(vals, dtype=np.float64, count=nb * w, offset=start * 8).reshape(nb, w)
+    if not np.isfinite(rows).all():
+        return None
+    mins, maxs = rows.min(axis=1), rows.max(axis=1)
+    lo_ = np.concatenate(([lo], mins[:-1]))
+    hi_ = np.concatenate(([hi], maxs[:-1]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        far = np.where(hi_ > lo_, hi_ - lo_, 0.0)
+        up, down = hi_ + far, lo_ - far
+    keep = np.zeros((nb, w), dtype=bool)
+    r = np.arange(nb)
+    keep[r, rows.argmin(axis=1)] = True
+    keep[r, rows.argmax(axis=1)] = True
+    for above, bound, beyond in ((True, hi_, up), (False, lo_, down)):
+        past = rows > bound[:, None] if above else rows < bound[:, None]
+        hit = past.any(axis=1)
+        keep[r[hit], past[hit].argmax(axis=1)] = True  # the first value beyond the previous range
+        far_past = rows > beyond[:, None] if above else rows < beyond[:, None]
+        keep |= far_past & (np.cumsum(far_past, axis=1) <= BREAKOUTS)  # the first BREAKOUTS far beyond it
+    return keep.ravel(), float(mins[-1]), float(maxs[-1])
+
+
 class _Series:
     """One series: values and record ids (``vals``, ``recs``), exact or in buckets of ``width`` points (``bnd``:
     the entry index where each bucket starts); new values wait in ``pv``/``pr`` and are filed in batches."""
@@ -100,25 +130,46 @@ class _Series:
         else:
             w = self.width
             take = len(pv) if final else len(pv) - len(pv) % w
-            for i in range(0, take, w):
-                idx, self.lo, self.hi = _keep(pv, i, min(take, i + w), self.lo, self.hi)
-                self.bnd.append(len(self.vals))
-                for j in idx:
-                    self.vals.append(pv[j])
-                    self.recs.append(pr[j])
+            self._buckets(pv, pr, 0, take, w)
         self.n += take
         del pv[:take], pr[:take]
         while len(self.vals) >= self.cap:
             self._merge()
 
+    def _buckets(self, vals: array, recs: array, start: int, stop: int, w: int) -> None:
+        """File ``vals[start:stop]`` (and their record ids) as buckets of ``w`` (the last may be shorter): what
+        :func:`_keep` keeps of each, whole buckets with numpy when it is installed and they are all finite."""
+        nb = (stop - start) // w
+        rows = _keep_rows(vals, start, nb, w, self.lo, self.hi) if nb > 1 else None
+        if rows is not None:
+            import numpy as np
+
+            keep, self.lo, self.hi = rows
+            at = np.flatnonzero(keep)
+            counts = keep.reshape(nb, w).sum(axis=1)
+            first = len(self.vals)
+            self.bnd.extend((first + np.concatenate(([0], np.cumsum(counts)[:-1]))).tolist())
+            at += start
+            self.vals.extend(np.frombuffer(vals, dtype=np.float64)[at].tolist())
+            self.recs.extend(np.frombuffer(recs, dtype=np.int64)[at].tolist())
+            start += nb * w
+        for i in range(start, stop, w):
+            idx, self.lo, self.hi = _keep(vals, i, min(stop, i + w), self.lo, self.hi)
+            self.bnd.append(len(self.vals))
+            for j in idx:
+                self.vals.append(vals[j])
+                self.recs.append(recs[j])
+
     def _merge(self) -> None:
         """Fewer entries: exact points become buckets of 16, else neighbouring buckets merge (width doubles); each
         bucket keeps its min, max and first breakouts of the previous bucket's range (at most 4 entries)."""
         vals, recs = self.vals, self.recs
-        if self.width == 1:
-            bnd, self.width = list(range(0, len(vals), 16)), 16
-        else:
-            bnd, self.width = list(self.bnd[::2]), self.width * 2
+        if self.width == 1:  # regular buckets: the same as the loop below, whole buckets at a time
+            self.vals, self.recs, self.bnd, self.width = array("d"), array("q"), array("q"), 16
+            self.lo, self.hi = math.inf, -math.inf
+            self._buckets(vals, recs, 0, len(vals), 16)
+            return
+        bnd, self.width = list(self.bnd[::2]), self.width * 2
         nv, nr, nb = array("d"), array("q"), array("q")
         lo, hi = math.inf, -math.inf
         for b, e in zip(bnd, bnd[1:] + [len(vals)]):

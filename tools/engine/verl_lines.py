@@ -62,7 +62,7 @@ class VerlTemplates:
             if m is None:
                 continue
             try:
-                vals = [float(v) for v in m.groups()]
+                vals = list(map(float, m.groups()))
             except ValueError:  # "1.2.3": the general path reads such a line item by item
                 return None
             if i:
