@@ -364,3 +364,25 @@ def test_plot_and_compare_stream_a_big_log_and_mark_steps_from_kept_points(real_
     assert max(p.value for p in gn if math.isfinite(p.value)) == planted["grad_norm_max"]
     marks = dict(finding_marks(a))
     assert planted["first_nonfinite_step"] - 1 <= marks["nan_inf"] <= planted["first_nonfinite_step"], marks
+
+
+def test_line_numbers_and_traceback_lines_from_the_prefilter_match_a_plain_count():
+    """_newlines_before (numpy for a large chunk) gives bytes.count's numbers; _add_context marks the same frames
+    whether it is given the Traceback lines or searches for them."""
+    from grpo_debug.tools.engine.large_logs import TRACE, _add_context, _newlines_before
+
+    rnd = random.Random(5)
+    lines = [rnd.choice([b"x" * rnd.randint(0, 300), b"Traceback (most recent call last):", b"  File a.py"])
+             for _ in range(30_000)]
+    chunk = b"\n".join(lines) + b"\n"
+    assert len(chunk) > 2**20
+    order = sorted(rnd.sample(range(len(chunk)), 2000))
+    want = [chunk.count(b"\n", 0, s) for s in order]
+    assert _newlines_before(chunk, order) == (want, chunk.count(b"\n"))
+    assert _newlines_before(chunk[:5000], [s for s in order if s < 5000]) == (
+        [chunk.count(b"\n", 0, s) for s in order if s < 5000], chunk[:5000].count(b"\n"))
+    starts = [0] + [i + 1 for i, c in enumerate(chunk[:-1]) if c == 10]
+    tb = [s for s in starts if chunk.startswith(b"Traceback", s)]
+    a, b = {}, {}
+    assert _add_context(a, chunk, 3, 10**6) == _add_context(b, chunk, 3, 10**6, tb_lines=tb)
+    assert a == b and sum(TRACE in p for p in a.values()) > 1000
