@@ -87,6 +87,22 @@ def test_engine_handles_ascii_edge_cases(kind):
 
 
 @pytest.mark.parametrize("kind", installed_engines())
+def test_relaxed_pattern_split_into_alternatives_reports_its_own_id(kind):
+    """A relaxed pattern goes to hyperscan/RE2 as its alternatives (prefilter._engine_forms): a line is confirmed
+    for the relaxed alternative that hit it, and every hit, line or scan, carries the pattern's own id."""
+    from grpo_debug.tools.engine.events import EVENT_PATTERNS
+
+    pats = [("step:", False), (EVENT_PATTERNS["weight_sync"], True), (r"(?:nan|loss(?!_scale))\b", False)]
+    lines = ["step:3 - timing_s/update_weights:1.2 - actor/loss:0.1", "Weight sync done", "call update_weights now",
+             "init process group for weights", "timing_s/update_weights:nan", "loss_scale 1", "loss 2", "nan",
+             "UPDATE_WEIGHTS: 'x'", "broadcasting weights to rollout"]
+    eng = _Engine(pats, kind=kind)
+    assert _engine_lines(eng, lines) == _reference(pats, lines)
+    buf = ("\n".join(lines) + "\n").encode()
+    assert {pid for pid, _ in eng.scan(buf)} <= {0, 1, 2}
+
+
+@pytest.mark.parametrize("kind", installed_engines())
 def test_limit_and_scan(kind):
     eng = _Engine([("step:", False), ("nan", False)], kind=kind)
     buf = b"".join(b"step:%d nan\n" % i for i in range(50))

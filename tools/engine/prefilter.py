@@ -86,19 +86,31 @@ def requested_engine() -> str | None:
 
 
 def _engine_forms(patterns: list[tuple[str, bool]]):
-    """(id, EngineForm) of the patterns an engine can take, and the patterns none can (see ``unprefiltered``)."""
+    """(engine id, EngineForm) of the patterns an engine can take; the patterns none can (see ``unprefiltered``);
+    and the parts: engine id -> (pattern id, alternative). A relaxed pattern (its hits are confirmed with Python)
+    goes to the engine as its top-level alternatives, each under an id of its own past ``len(patterns)``, so a
+    line is confirmed only for the relaxed alternatives that hit it, not for the whole pattern (verl's metric
+    lines hit the weight-sync pattern's ``update_weights`` alternative only)."""
     from grpo_debug.tools.engine.prefilter_python import has_backref
     from grpo_debug.tools.engine.regex_dialect import to_engine
-    from grpo_debug.tools.engine.regex_literals import required_literals
+    from grpo_debug.tools.engine.regex_literals import required_literals, top_level_branches
 
-    forms, left = [], []
+    forms, left, parts = [], [], {}
     for i, (p, ci) in enumerate(patterns):
         form = to_engine(p, ci)
         if form is None or (has_backref(p) and required_literals(p, ci) is None):
             left.append(p)  # a back-reference with no literal: its superset matches nearly every line
-        else:
+            continue
+        alts = top_level_branches(p, re.I if ci else 0) if form.relaxed else [p]
+        alt_forms = [to_engine(a, ci) for a in alts] if len(alts) > 1 else []
+        if not alt_forms or any(f is None for f in alt_forms):
             forms.append((i, form))
-    return forms, left
+            continue
+        for a, f in zip(alts, alt_forms):
+            eid = len(patterns) + len(parts)
+            parts[eid] = (i, a)
+            forms.append((eid, f))
+    return forms, left, parts
 
 
 def _alternatives(pattern: str, flags: int) -> list[re.Pattern]:
@@ -110,16 +122,20 @@ def _alternatives(pattern: str, flags: int) -> list[re.Pattern]:
 
 
 class _Exact:
-    """Confirmation of the relaxed patterns with Python, on the lines where their engine form hit."""
+    """Confirmation of the relaxed patterns with Python, on the lines where their engine form hit, and the
+    engine ids of alternatives mapped back to their pattern's id (``_engine_forms``)."""
 
-    def __init__(self, patterns: list[tuple[str, bool]], relaxed: set[int]):
+    def __init__(self, patterns: list[tuple[str, bool]], relaxed: set[int], parts: dict[int, tuple[int, str]]):
         from grpo_debug.tools.engine.prefilter_python import _lowered
 
-        self.rx = {i: _alternatives(patterns[i][0], re.I if patterns[i][1] else 0) for i in relaxed}
+        def text(i: int) -> tuple[str, bool]:
+            return (parts[i][1], patterns[parts[i][0]][1]) if i in parts else patterns[i]
+        self.parent = {e: i for e, (i, _) in parts.items()}
+        self.rx = {i: _alternatives(text(i)[0], re.I if text(i)[1] else 0) for i in relaxed}
         # a caseless pattern runs lowercased over a lowercased ASCII line: same matches, and re's literal search
         # works again; each top-level alternative is searched on its own, so each keeps its literal prefix (verl's
         # 2.5 kB metric lines under the weight-sync pattern: 126 us a line caseless, 12 lowercased, 6 per alternative)
-        self.low = {i: _alternatives(lw.pattern, 0) for i in relaxed if (lw := _lowered(*patterns[i])) is not None}
+        self.low = {i: _alternatives(lw.pattern, 0) for i in relaxed if (lw := _lowered(*text(i))) is not None}
 
     def _ok(self, i: int, line: str, low: list) -> bool:
         alts = self.low.get(i)
@@ -131,13 +147,15 @@ class _Exact:
 
     def lines(self, buf: bytes, starts: dict[int, set[int]], limit: int | None) -> tuple[list[int], list[set[int]]]:
         out_s, out_i = [], []
-        find, n = buf.find, len(buf)
+        find, n, parent = buf.find, len(buf), self.parent
         for ls in sorted(starts):
             ids = starts[ls]
             if self.rx and not self.rx.keys().isdisjoint(ids):
                 le = find(b"\n", ls)
                 line, low = buf[ls: n if le < 0 else le].decode("utf-8", "replace"), []
                 ids = {i for i in ids if i not in self.rx or self._ok(i, line, low)}
+            if parent and not parent.keys().isdisjoint(ids):
+                ids = {parent.get(i, i) for i in ids}
             if ids:
                 out_s.append(ls)
                 out_i.append(ids)
@@ -152,7 +170,8 @@ class _Hyperscan:
     def __init__(self, patterns: list[tuple[str, bool]]):
         import hyperscan
 
-        forms, self.unprefiltered = _engine_forms(patterns)
+        forms, self.unprefiltered, parts = _engine_forms(patterns)
+        self._parent = {e: i for e, (i, _) in parts.items()}
         items = [(i, f.pattern, hyperscan.HS_FLAG_MULTILINE | (hyperscan.HS_FLAG_CASELESS if f.caseless else 0))
                  for i, f in forms]
 
@@ -172,17 +191,19 @@ class _Hyperscan:
                     compile_db([it])
                     ok.append(it)
                 except Exception:  # noqa: BLE001
-                    self.unprefiltered.append(patterns[it[0]][0])
+                    self.unprefiltered.append(patterns[self._parent.get(it[0], it[0])][0])
             self._db = compile_db(ok) if ok else None
-        self._exact = _Exact(patterns, {i for i, f in forms if f.relaxed})
+        self.unprefiltered = list(dict.fromkeys(self.unprefiltered))
+        self._exact = _Exact(patterns, {i for i, f in forms if f.relaxed}, parts)
 
     def scan(self, buf: bytes, limit: int | None = None) -> Iterator[tuple[int, int]]:
         hits: list[tuple[int, int]] = []
         if self._db is None:
             return iter(hits)
+        parent = self._parent
 
         def on(pid: int, frm: int, to: int, flags: int, ctx: object) -> bool:
-            hits.append((pid, to))
+            hits.append((parent.get(pid, pid), to))
             return limit is not None and len(hits) >= limit  # True stops the scan
         try:
             self._db.scan(buf, match_event_handler=on)
@@ -226,7 +247,7 @@ class _RE2:
     def __init__(self, patterns: list[tuple[str, bool]]):
         import re2
 
-        forms, self.unprefiltered = _engine_forms(patterns)
+        forms, self.unprefiltered, parts = _engine_forms(patterns)
         opts = re2.Options()
         opts.encoding = re2.Options.Encoding.LATIN1
         opts.never_capture = True
@@ -238,7 +259,7 @@ class _RE2:
                 re2.compile(text, opts)
                 ok.append((i, text, f.relaxed))
             except Exception:  # noqa: BLE001 - a construct RE2 lacks
-                self.unprefiltered.append(patterns[i][0])
+                self.unprefiltered.append(patterns[parts[i][0] if i in parts else i][0])
         self._ids = [i for i, _, _ in ok]
         self._all = re2.compile(b"(?m)" + b"|".join(t for _, t, _ in ok), opts)._regexp if ok else None
         self._set = re2.Set.SearchSet(opts)
@@ -247,7 +268,8 @@ class _RE2:
         if ok:
             self._set.Compile()
         self._anchor = re2._Anchor.UNANCHORED
-        self._exact = _Exact(patterns, {i for i, _, relaxed in ok if relaxed})
+        self.unprefiltered = list(dict.fromkeys(self.unprefiltered))
+        self._exact = _Exact(patterns, {i for i, _, relaxed in ok if relaxed}, parts)
 
     def line_hits(self, buf: bytes, limit: int | None = None) -> tuple[list[int], list[set[int]]]:
         """One pass of the alternation of all patterns; at each line it stops at, the set says which match."""
