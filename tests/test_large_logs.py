@@ -166,8 +166,9 @@ def test_bucket_keeps_what_its_docstring_promises():
 
 
 def test_buckets_filed_with_numpy_are_the_buckets_filed_one_by_one(monkeypatch):
-    """_Series files whole buckets with numpy (series_store._keep_rows); the entries, bucket starts and ranges must
-    be those of _keep applied bucket by bucket: random walks, plateaus, climbs, nan and inf stretches."""
+    """_Series files whole buckets with numpy (series_store._keep_rows), and _thin keeps whole groups with it; the
+    entries, bucket starts and ranges, and the thinned indices, must be those of _keep applied bucket by bucket:
+    random walks, plateaus, climbs, nan and inf stretches."""
     rnd = random.Random(11)
 
     def fill(values) -> tuple:
@@ -190,10 +191,13 @@ def test_buckets_filed_with_numpy_are_the_buckets_filed_one_by_one(monkeypatch):
         if trial % 5 == 0:
             for i in range(n - n // 7, n - n // 9):
                 values[i] = rnd.choice([math.nan, math.inf, -math.inf])
-        with_numpy = fill(values)
+        budget = rnd.choice([50, 300, 1000])
+        with_numpy = fill(values), ss._thin(ss.array("d", values), budget)
         monkeypatch.setattr(ss, "_keep_rows", lambda *a: None)
-        one_by_one = fill(values)
+        one_by_one = fill(values), ss._thin(ss.array("d", values), budget)
         monkeypatch.undo()
+        assert with_numpy[1] == one_by_one[1], trial  # materialize's thinning, both ways
+        with_numpy, one_by_one = with_numpy[0], one_by_one[0]
         assert with_numpy[3] >= 16, trial  # merged: buckets filed both ways
         wide += with_numpy[3] >= 64
         assert repr(with_numpy) == repr(one_by_one), trial

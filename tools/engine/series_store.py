@@ -71,8 +71,9 @@ def _keep(vals, start: int, stop: int, lo: float, hi: float) -> tuple[list[int],
 
 def _keep_rows(vals, start: int, nb: int, w: int, lo: float, hi: float):
     """:func:`_keep` on the ``nb`` consecutive buckets of ``w`` values at ``vals[start:]``, with numpy, each bucket's
-    (lo, hi) being the previous bucket's range: (the kept positions as a flat boolean mask, in order; the last
-    bucket's range). None when numpy is missing or a value is not finite (then :func:`_keep`, bucket by bucket)."""
+    (lo, hi) being the previous bucket's range: (the kept positions as a flat boolean mask, in order; each bucket's
+    min and max, two arrays of ``nb``). None when numpy is missing or a value is not finite (then :func:`_keep`,
+    bucket by bucket)."""
     try:
         import numpy as np
     except ImportError:
@@ -96,7 +97,7 @@ def _keep_rows(vals, start: int, nb: int, w: int, lo: float, hi: float):
         keep[r[hit], past[hit].argmax(axis=1)] = True  # the first value beyond the previous range
         far_past = rows > beyond[:, None] if above else rows < beyond[:, None]
         keep |= far_past & (np.cumsum(far_past, axis=1) <= BREAKOUTS)  # the first BREAKOUTS far beyond it
-    return keep.ravel(), float(mins[-1]), float(maxs[-1])
+    return keep.ravel(), mins, maxs
 
 
 class _Series:
@@ -144,7 +145,8 @@ class _Series:
         if rows is not None:
             import numpy as np
 
-            keep, self.lo, self.hi = rows
+            keep, mins, maxs = rows
+            self.lo, self.hi = float(mins[-1]), float(maxs[-1])
             at = np.flatnonzero(keep)
             counts = keep.reshape(nb, w).sum(axis=1)
             first = len(self.vals)
@@ -194,6 +196,29 @@ class _Series:
         return vals, recs
 
 
+def _groups(vals: array, g: int) -> tuple[set[int], list[tuple[int, float, float]]]:
+    """:func:`_keep` on consecutive groups of ``g`` values, each group's (lo, hi) the previous one's range: (the
+    kept indices; (start, range after it) per group). Whole groups with numpy when it is installed and they are
+    all finite."""
+    n, nb = len(vals), len(vals) // g
+    rows = _keep_rows(vals, 0, nb, g, math.inf, -math.inf) if nb > 1 else None
+    keep: set[int] = set()
+    ranges: list[tuple[int, float, float]] = []
+    lo, hi, start = math.inf, -math.inf, 0
+    if rows is not None:
+        import numpy as np
+
+        mask, mins, maxs = rows
+        keep.update(np.flatnonzero(mask).tolist())
+        ranges = list(zip(range(0, nb * g, g), mins.tolist(), maxs.tolist()))
+        start, lo, hi = nb * g, ranges[-1][1], ranges[-1][2]
+    for i in range(start, n, g):
+        idx, lo, hi = _keep(vals, i, min(n, i + g), lo, hi)
+        keep.update(idx)
+        ranges.append((i, lo, hi))
+    return keep, ranges
+
+
 def _thin(vals: array, budget: int) -> list[int]:
     """Indices of at most about ``budget`` of ``vals``: per group, what :func:`_keep` keeps, plus the first, the last and
     the first non-finite points; the groups that break out of the previous group's range the most (a climb, a
@@ -207,11 +232,10 @@ def _thin(vals: array, budget: int) -> list[int]:
         base.update([i for i in range(n) if not _finite(vals[i])][:KEEP_NONFINITE])
     g = math.ceil(3 * n / max(1, budget // 2))
     while True:
-        keep, jumps = set(base), []
-        lo, hi = math.inf, -math.inf
-        for i in range(0, n, g):
-            idx, nlo, nhi = _keep(vals, i, min(n, i + g), lo, hi)
-            keep.update(idx)
+        keep, ranges = _groups(vals, g)
+        keep.update(base)
+        jumps, lo, hi = [], math.inf, -math.inf
+        for i, nlo, nhi in ranges:
             if hi > lo and (nhi > 2 * hi - lo or nlo < 2 * lo - hi):  # beyond the previous range by more than its width
                 jumps.append((-max(nhi - hi, lo - nlo) / (hi - lo), i))
             lo, hi = nlo, nhi
