@@ -54,6 +54,13 @@ class RuleBase:
     def by_pattern_class(self, name: str) -> list[Rule]:
         return [r for r in self.rules.values() if r.pattern_class == name]
 
+    def regex_patterns(self) -> list[tuple[str, bool]]:
+        """Every regex signal of the rules as (pattern, ignore_case), each once, in a stable order."""
+        from grpo_debug.skills.schema import RegexSignal
+
+        return list(dict.fromkeys((s.pattern, s.ignore_case) for r in self for s in r.match.signals()
+                                  if isinstance(s, RegexSignal)))
+
 
 def _rule_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.yaml") if p.is_file())

@@ -141,11 +141,10 @@ def _store_notes(store, table) -> list[str]:
 
 def _scan(path, rb, progress, label):
     """The large-log scan of ``path`` (a path or a binary stream) with ``rb``'s regex signals and a series store."""
-    from grpo_debug.skills.schema import RegexSignal
     from grpo_debug.tools.engine.large_logs import scan_file, scan_stream
     from grpo_debug.tools.engine.series_store import SeriesStore
 
-    pats = [sig.pattern for r in rb for sig in r.match.signals() if isinstance(sig, RegexSignal)]
+    pats = rb.regex_patterns()  # (pattern, ignore_case)
     try:
         if hasattr(path, "read"):  # an in-memory text with too many lines (see triage)
             return scan_stream(path, pats, progress=progress, store=SeriesStore())

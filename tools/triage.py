@@ -267,10 +267,8 @@ def triage_text(s: str, *, label: str = "<text>", hint: str | None = None, skipp
 
 
 def rule_patterns(rb: RuleBase) -> list[tuple[str, bool]]:
-    """Every regex signal of the rule base as (pattern, ignore_case), in a stable order."""
-    from grpo_debug.skills.schema import RegexSignal
-
-    return list(dict.fromkeys((s.pattern, s.ignore_case) for r in rb for s in r.match.signals() if isinstance(s, RegexSignal)))
+    """Every regex signal of the rule base as (pattern, ignore_case), in a stable order (RuleBase.regex_patterns)."""
+    return rb.regex_patterns()
 
 
 def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], rules: RuleBase | None,

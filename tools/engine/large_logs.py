@@ -91,12 +91,14 @@ class SparseLog:
     chatter: dict[int, list[str]] = field(default_factory=dict)  # ... and which of its alternatives that was
 
 
-def build_patterns(rule_patterns: Iterable[str]) -> list[tuple[str, bool]]:
+def build_patterns(rule_patterns: Iterable[str | tuple[str, bool]]) -> list[tuple[str, bool]]:
     """(pattern, caseless) for the prefilter: metric markers first (ids 0..len(METRIC_MARKERS)-1), base markers,
-    event patterns, rule regex signals; each pattern once."""
+    event patterns, rule regex signals (a plain string is caseless, as a rule's regex is by default; a
+    (pattern, ignore_case) pair keeps its case: a case-sensitive pattern is also cheaper to scan for); each pattern
+    once."""
     out = [(p, False) for p in METRIC_MARKERS + BASE_MARKERS]
     out += [(p, "(?i" in p) for p in EVENT_PATTERNS.values()]
-    out += [(p, True) for p in rule_patterns]
+    out += [(p, True) if isinstance(p, str) else (p[0], bool(p[1])) for p in rule_patterns]
     return list(dict.fromkeys(out))
 
 
@@ -173,16 +175,23 @@ def _add_context(starts: dict[int, set[int]], chunk: bytes, pending: int, line_n
     return carry
 
 
-def _newlines_before(chunk: bytes, order: list[int]) -> tuple[list[int], int]:
+def _newlines_before(chunk: bytes, order: list[int], scratch: dict | None = None) -> tuple[list[int], int]:
     """(for each offset of ``order`` (ascending), how many newlines ``chunk`` has before it; how many it has in
-    all). With numpy for a large chunk: ``bytes.count`` reads about 2 GB/s, numpy's compare about 10."""
+    all). With numpy for a large chunk: ``bytes.count`` reads about 2 GB/s, numpy's compare about 10 (into a
+    buffer kept in ``scratch`` from chunk to chunk: a fresh 4 MiB array each time costs page faults)."""
     if len(chunk) >= 2**20:
         try:
             import numpy as np
         except ImportError:
             np = None
         if np is not None:
-            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            buf = (scratch or {}).get("nl")
+            if buf is None or len(buf) < len(chunk):
+                buf = np.empty(len(chunk) + 2**20, dtype=bool)
+                if scratch is not None:
+                    scratch["nl"] = buf
+            eq = np.equal(np.frombuffer(chunk, dtype=np.uint8), 10, out=buf[: len(chunk)])
+            nl = np.flatnonzero(eq)
             return np.searchsorted(nl, order).tolist(), len(nl)
     out, prev, k, count = [], 0, 0, chunk.count
     for s in order:
@@ -199,6 +208,7 @@ class _Scanner:
         self.patterns = list(patterns)
         self.active = list(range(len(patterns)))  # pattern ids the engine scans for, in its order
         self.eng = _Engine(patterns)
+        self.scratch: dict = {}  # buffers reused from chunk to chunk
         self.tb_pid = next((i for i, (p, _) in enumerate(patterns) if p == TRACEBACK_MARKER), None)
         self.metric = set(range(len(METRIC_MARKERS))) | {HEAD}
         self.keeper = Keeper(patterns)
@@ -279,7 +289,7 @@ class _Scanner:
                              None if tb is None else sorted(s for s, pids in starts.items() if tb in pids))
         cands, metric = [], []
         order = sorted(starts)
-        before, total = _newlines_before(chunk, order)
+        before, total = _newlines_before(chunk, order, self.scratch)
         for s, k in zip(order, before):
             pids = starts[s]
             cands.append((line_no + k + 1, s, pids))
@@ -409,7 +419,7 @@ def _reread_source(stream) -> tuple[object, int | None]:
     return None, None
 
 
-def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str] = (), *, size: int | None = None,
+def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str | tuple[str, bool]] = (), *, size: int | None = None,
                 progress: Callable[..., None] | None = None, max_bytes: int | None = None, store=None,
                 position: Callable[[], int] | None = None) -> SparseLog:
     """Read ``stream`` in chunks: metric values into ``store`` (a SeriesStore; None keeps metric lines as lines),
@@ -500,7 +510,7 @@ def _finish(out: SparseLog, sc: _Scanner, last_chunks: list[tuple[int, bytes]], 
         sc.spool.flush()
 
 
-def scan_file(path: str | os.PathLike, rule_patterns: Iterable[str] = (),
+def scan_file(path: str | os.PathLike, rule_patterns: Iterable[str | tuple[str, bool]] = (),
               progress: Callable[..., None] | None = None, max_bytes: int | None = None, store=None) -> SparseLog:
     """:func:`scan_stream` over a plain, .gz or .zst file; a compressed file is read up to MAX_DECOMPRESSED_BYTES
     (a 1 MB gzip can hold gigabytes). Progress counts the bytes of the file on disk."""
