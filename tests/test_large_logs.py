@@ -283,6 +283,40 @@ def test_compressed_log_not_read_to_its_end_says_so_in_the_summary(tmp_path, rea
     assert "Note:" not in whole.summary and whole.coverage.lines_read == planted["lines"]
 
 
+def test_truncated_zstd_log_says_it_ends_early(tmp_path, real_log, small_limits):
+    """zstandard's reader ends a cut .zst silently; the frame walk (engine/zstd_frames.py) finds the cut and the
+    summary says the rest was not seen. Whole files (one frame with a checksum, several frames, a skippable frame,
+    a streamed frame without a content size) are whole."""
+    zstandard = pytest.importorskip("zstandard")
+    from grpo_debug.tools.engine.zstd_frames import truncation
+
+    path, planted = real_log
+    data = path.read_bytes()
+    one = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    skip = b"\x50\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"12345"
+    streamed = zstandard.ZstdCompressor().compressobj()
+    streamed = streamed.compress(data[:100_000]) + streamed.flush()
+    whole = {"one": one, "frames": one + zstandard.ZstdCompressor().compress(b"x\n"), "skippable": skip + one,
+             "streamed": streamed}
+    for name, blob in whole.items():
+        f = tmp_path / f"{name}.zst"
+        f.write_bytes(blob)
+        with open(f, "rb") as fh:
+            assert truncation(fh) is None, name
+    for cut in (len(one) - 3, len(one) // 2, 5):
+        f = tmp_path / "cut.zst"
+        f.write_bytes(one[:cut])
+        with open(f, "rb") as fh:
+            assert "ends inside" in truncation(fh), cut
+    f = tmp_path / "run.log.zst"
+    f.write_bytes(one[: len(one) * 3 // 4])
+    res = triage_stream(f)
+    assert "the input ends early" in res.summary and "zstd frame" in res.summary
+    assert 0 < res.coverage.lines_read < planted["lines"]
+    f.write_bytes(one)
+    assert "Note:" not in triage_stream(f).summary
+
+
 def test_text_above_the_dense_line_limit_streams_and_reads_cited_lines_back(real_log, monkeypatch):
     import grpo_debug.tools.triage as tr
 

@@ -122,8 +122,11 @@ def _open(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int, io.BufferedR
             import zstandard
         except ImportError as e:
             raise ValueError(f"{p} is zstd-compressed; pip install zstandard to read it (or decompress it first)") from e
+        from grpo_debug.tools.engine.zstd_frames import CheckedZstd, truncation
+
         raw = open(p, "rb")
-        return zstandard.ZstdDecompressor().stream_reader(raw), size, raw
+        problem = truncation(raw)  # the reader ends a cut file silently: the headers say whether it is whole
+        return CheckedZstd(zstandard.ZstdDecompressor().stream_reader(raw), problem), size, raw
     return open(p, "rb"), size, None
 
 
