@@ -4,7 +4,8 @@ A multi-pattern prefilter (prefilter.py) finds, per chunk, the candidate lines a
 matches: metric shapes (``METRIC_MARKERS``), events, launch commands, rules' regexes. Then, in the chunk:
 
 - metric lines (those a ``METRIC_MARKERS`` shape matches, and the head of the file) are normalised and their
-  values extracted (engine/metrics.py, the same parsers as a small input) straight into a
+  values extracted (engine/metrics.py, the same parsers as a small input; a verl step line whose key layout was
+  seen before straight from its bytes, engine/verl_lines.py) into a
   :class:`~grpo_debug.tools.engine.series_store.SeriesStore` with each line's byte offset; the line itself is
   not kept (its text is read back by offset when a finding cites it). Other candidate lines are not read for
   metrics (the prose and ``key: value`` units would read chatter such as ``cuda:0`` as values);

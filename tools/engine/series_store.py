@@ -8,7 +8,9 @@ bucket with no finite value keeps its first non-finite point). When the entries 
 buckets merge (width doubles). The first point, the last point and the first ``KEEP_NONFINITE``
 non-finite points are kept apart, so the extremes, the first NaN and the shape of a climb survive any amount of
 downsampling; ``n`` counts every point. New values wait in a small per-series buffer and are filed in batches
-(the min/max of a bucket is found by the C builtins), so the work per metric line is\na few C calls (its values gathered as a row of a block of lines with the same keys), not a loop over values.
+(whole buckets at a time with numpy when it is installed, :func:`_keep_rows`; else bucket by bucket, the min/max
+found by the C builtins), so the work per metric line is a few C calls (its values gathered as a row of a block
+of lines with the same keys), not a loop over values.
 
 :meth:`SeriesStore.materialize` turns the store into an engine ``MetricTable`` (``Point`` lists, bounded: the
 detectors of engine/series run on it unchanged) whose ``counts`` give each series' true number of points.
