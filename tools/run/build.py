@@ -71,10 +71,10 @@ def add_table(run: Run, table, canon=None) -> None:
             fmt_of.setdefault(k, rec.fmt)
     named = _names({k: len(v) for k, v in table.series.items()}, run.framework, canon)
     axes = getattr(table, "axes", {})
-    for k, pts in table.series.items():
-        name, is_canon = named[k]
-        axis = axes.get(k) or _axis(fmt_of.get(k, "generic"), k)
-        with _no_gc():
+    with _no_gc():  # once for all series: re-enabling it per series let a collection run after each
+        for k, pts in table.series.items():
+            name, is_canon = named[k]
+            axis = axes.get(k) or _axis(fmt_of.get(k, "generic"), k)
             run.extend(name, [Point(p.step, p.value, k, line=p.line) for p in pts], axis=axis, canonical=is_canon)
     shared = [k for k, (n, c) in named.items() if not c and (canon(k, run.framework) or canon(k, None))]
     if shared:
@@ -150,9 +150,9 @@ def from_store(store, canon=None) -> Run:
         run.frameworks.sort(key=lambda h: -h.score)
     canon = canon or names.metric_name
     named = _names({k: len(s.points) for k, s in store.series.items()}, run.framework, canon)
-    for k, s in store.series.items():
-        name, is_canon = named[k]
-        with _no_gc():
+    with _no_gc():
+        for k, s in store.series.items():
+            name, is_canon = named[k]
             run.extend(name, [Point(x, v, k, where=where) for x, v, where in s.points], axis=s.axis, canonical=is_canon)
     add_facts(run, fs)
     for f in run.facts:
