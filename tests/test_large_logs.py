@@ -424,3 +424,17 @@ def test_line_numbers_and_traceback_lines_from_the_prefilter_match_a_plain_count
     a, b = {}, {}
     assert _add_context(a, chunk, 3, 10**6) == _add_context(b, chunk, 3, 10**6, tb_lines=tb)
     assert a == b and sum(TRACE in p for p in a.values()) > 1000
+
+
+def test_streamed_triage_is_the_same_without_numpy(real_log, small_limits, monkeypatch):
+    """numpy (the fast extra) only speeds up the chunk index and the bucket filing: with it made unimportable the
+    streamed triage gives the same findings, metrics and coverage."""
+    import sys
+
+    monkeypatch.setattr(ll, "CHUNK", 2 * 2**20)  # chunks large enough for the numpy line index
+    path, _ = real_log
+    with_numpy = triage_stream(path).model_dump_json()
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` raises ImportError
+    with pytest.raises(ImportError):
+        import numpy  # noqa: F401
+    assert triage_stream(path).model_dump_json() == with_numpy
