@@ -44,8 +44,9 @@ EVENT_PATTERNS: dict[str, str] = {
     "port_in_use": r"EADDRINUSE|(?i:address already in use)|failed to listen on any local network address|"
                    r"(?i:port \d+ is (?:already )?in use)",
     "connection_refused": r"Max retries exceeded with url|NewConnectionError|Connection refused|ConnectionRefusedError",
-    "compile_cache_error": r"failed to get the hash of the compiled graph|BackendCompilerFailed|InductorError|"
-                           r"corrupt local cache entry",
+    # vLLM's compile cache: the assertion up to 0.9.0, the RuntimeError that replaced it (0.10.2 checked)
+    "compile_cache_error": r"failed to get the hash of the compiled graph|vLLM failed to compile the model|"
+                           r"BackendCompilerFailed|InductorError|corrupt local cache entry",
     # model\\'s: an OpenAI-style JSON error body pasted with its apostrophe escaped, read raw when streamed
     "context_length": r"(?i:maximum context length|longer than the maximum model length|exceeds the model\\?'?s max|"
                       r"context length exceeded|is longer than the model\\?'?s context)",
@@ -58,6 +59,10 @@ EVENT_PATTERNS: dict[str, str] = {
     "checkpoint_error": r"(?i:(?:no|missing|not found|could not find|does not exist|cannot find)[^\n]{0,80}latest_checkpointed_iteration|latest_checkpointed_iteration[^\n]{0,120}?(?:not found|does not exist|missing))|could not find the metadata file|will not load any checkpoints|No such file or directory: \S*(?:model_optim_rng|iter_\d+|mp_rank_\d+|\.safetensors|pytorch_model|checkpoint)|Missing key\(s\) in state_dict|Unexpected key\(s\) in state_dict|"
                         r"size mismatch for|Error\(s\) in loading state_dict|does not appear to have a file named",
     "segfault": r"Segmentation fault|SIGSEGV|Signal: 11\b|Fatal Python error: Segmentation",
+    # SIGFPE: Python's faulthandler ("Fatal Python error: Floating point exception"), UCX's handler ("Caught signal 8
+    # (Floating point exception: integer divide by zero)"), the shell ("Floating point exception (core dumped)")
+    "sigfpe": r"Fatal Python error: Floating point exception|Caught signal 8 \(Floating point exception|"
+              r"Floating point exception \(core dumped\)",
     "job_failed": r"Job '[^']+' failed|Job entrypoint command failed",
     # not errors, but markers that rules combine with a silent stop (collective_hang)
     # update_weights as a metric key (verl's ``timing_s/update_weights:1.2``, on every step line) is a timing,
