@@ -54,8 +54,10 @@ class EventSignal(_Strict):
     kind: Literal["event"] = "event"
     event: str = Field(description="Event kind from tools/engine/events.py, e.g. cuda_oom, traceback.")
     message: str | None = Field(None, description="Optional regex over the event's text (all its lines).")
+    source: str | None = Field(None, description="Optional regex over the process prefix of the event's first line "
+                               "(the Ray actor or worker name, e.g. RayWorkerWrapper, as engine/normalize.py strips it).")
 
-    @field_validator("message")
+    @field_validator("message", "source")
     @classmethod
     def _compiles(cls, v: str | None) -> str | None:
         if v is not None:

@@ -38,6 +38,7 @@ class Context:
     _regex_hits: dict[tuple[str, bool], set[int]] | None = None
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # every rule regex, for one prefilter pass
     _run: Any = None  # the run model (tools/run), built on first use
+    _sources: dict[int, str] | None = None  # line number -> process prefix, built on first use
     # {canonical framework: tools.run.versions.VersionHit}; None = versions not gathered (no version gating)
     versions: dict[str, Any] | None = None
     shown: set[str] = field(default_factory=set)  # canonical frameworks the input shows (for version gating)
@@ -51,6 +52,12 @@ class Context:
 
             self._run = from_context(self)
         return self._run
+
+    def source_of(self, no: int) -> str | None:
+        """The process prefix (``Line.source``, e.g. ``RayWorkerWrapper pid=7``) of input line ``no``, if any."""
+        if self._sources is None:
+            self._sources = {ln.no: ln.source for ln in self.lines if ln.source}
+        return self._sources.get(no)
 
     def regex_candidates(self, pattern: str, ignore_case: bool) -> set[int] | None:
         """Indices of lines that may match ``pattern``: all rule regexes run in one multi-pattern pass over
@@ -173,6 +180,9 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
         if sig.message:
             rx = _rx(sig.message, True)
             evs = [e for e in evs if rx.search(e.text)]
+        if sig.source and evs:
+            rx, source = _rx(sig.source, False), ctx.source_of
+            evs = [e for e in evs if e.lines and rx.search(source(e.lines[0]) or "")]
         if not evs:
             return None
         lines: list[int] = []

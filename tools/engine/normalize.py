@@ -3,7 +3,7 @@
 Applied per physical line, outermost wrapping first: outer
 timestamps (Docker/k8s RFC3339, journald, CI viewers, paste-tool line numbers), ANSI colour codes (also
 the ESC-less ``[36m`` leftovers of pastes), Ray / vLLM multiprocess prefixes ``(Name pid=N, ip=X)``
-(possibly nested), the ``[repeated Nx across cluster]`` dedup suffix and its explanatory tail. CRLF and
+(possibly nested), a line pasted as inline code (one backtick each side), the ``[repeated Nx across cluster]`` dedup suffix and its explanatory tail. CRLF and
 tqdm carriage returns: a physical line rewritten with ``\\r`` keeps only its last non-empty segment, but
 a log line glued after a bar is kept (the text after the last ``\\r``).
 """
@@ -33,6 +33,7 @@ _RAY_PREFIX = re.compile(
 _AUTOSCALER = re.compile(r"^\s*\((?:autoscaler|scheduler) \+[\dhms]+\)\s?")
 _RAYLET = re.compile(r"^\s*\(raylet(?:, ip=[\w.:-]+)?\)\s?")
 _REPEATED = re.compile(r"(?<!\s)\s*\[repeated (\d+)x across cluster\](?:\s*\(Ray deduplicates logs by default\..*)?\s*$")
+_INLINE_CODE = re.compile(r"^\s*`([^`].*[^`\s])`\s*$")  # one backtick each side, not a ``` fence
 _RANK_PREFIX = re.compile(r"^\[(?:rank|Rank )?\d+\]:\s?")
 _LAUNCHER_PREFIX = re.compile(r"^\[([a-z][\w-]*)\]\s")  # e.g. "[actor_llm_3] " from process launchers
 
@@ -123,6 +124,8 @@ def normalize_line(raw: str, no: int) -> Line:
         parts = [p for p in s.split("\r") if p.strip()]
         s = parts[-1] if parts else ""
     s = strip_ansi(s)
+    if "`" in s and (m := _INLINE_CODE.match(s)):  # a log line pasted as inline code (issue threads, chat)
+        s = m.group(1)
     s = _OUTER_TS.sub("", s, count=1)
     source = None
     for _ in range(3):  # nested prefixes: (EngineCore_0 pid=1) (VllmWorker TP1 pid=2) ...
