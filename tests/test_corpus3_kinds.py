@@ -67,3 +67,19 @@ def test_inline_code_paste_is_unwrapped_but_fences_and_inner_code_are_not():
     assert ln.source == "RayWorkerVllm pid=1394" and ln.text.startswith("[E ProcessGroupNCCL")
     for t in ("```bash", "run `ray status` first", "``x``"):
         assert normalize_line(t, 1).text == t
+
+
+def test_a_dead_actor_cites_its_own_earlier_error():
+    """Ray's ActorDiedError block names the dead actor's pid; the line that actor printed its error on (under its
+    own ``(Name pid=N)`` prefix) is cited with the death, and another actor's error is not."""
+    log = ("(WorkerDict pid=111) step 3 done\n"
+           "(WorkerDict pid=222) ValueError: something else on another worker\n"
+           "(WorkerDict pid=111) RuntimeError: CUDA error: unspecified launch failure\n"
+           "(TaskRunner pid=9) noise\n"
+           "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+           "        class_name: create_colocated_worker_cls.<locals>.WorkerDict\n"
+           "        pid: 111\n"
+           "        ip: 10.0.0.1\n")
+    f = next(f for f in triage_text(log).findings if f.symptom == "ray_actor_died")
+    cited = {e.line for e in f.evidence}
+    assert 3 in cited and 2 not in cited

@@ -198,6 +198,29 @@ def _relate_ports(events: list[Event], lines: list[Line]) -> None:
         e.fields["related"] = [ln.no for ln in lines if ln.no not in e.lines and rx.search(ln.text)][:6]
 
 
+_DEAD_PID = re.compile(r"\bpid[:=]\s*(\d+)")
+_ERRORISH = re.compile(r"Error|Exception|Fatal|Traceback|SIG[A-Z]+|[Ss]ignal \d|exception|fault|[Aa]bort")
+
+
+def _relate_dead_actors(events: list[Event], lines: list[Line]) -> None:
+    """For an actor death, the dead actor's own first error lines: Ray reports the death (ActorDiedError with a
+    ``pid: N`` line in its block) but not its cause, which the actor printed earlier under its ``(Name pid=N)``
+    prefix (ray-actor-died rule: 'the first error printed by that actor's pid ... is the real failure')."""
+    index = {ln.no: i for i, ln in enumerate(lines)}
+    for e in events:
+        if e.kind != "ray_actor_died" or e.line not in index:
+            continue
+        i = index[e.line]
+        pid = next((m.group(1) for ln in lines[i: i + 12] if (m := _DEAD_PID.search(ln.text))), None)
+        if pid is None:
+            continue
+        tag = re.compile(rf"\bpid={pid}\b")
+        own = [ln for ln in lines[:i] if ln.source and tag.search(ln.source) and _ERRORISH.search(ln.text)]
+        if own:
+            e.fields["pid"] = int(pid)
+            e.fields["related"] = [ln.no for ln in own[:2]]
+
+
 def extract_events(lines: list[Line]) -> list[Event]:
     """All events of the log, in line order (tracebacks first at equal lines)."""
     events = _tracebacks(lines)
@@ -235,6 +258,7 @@ def extract_events(lines: list[Line]) -> list[Event]:
         if pm and _BLOCKING_FUNCS.search(pm.group(1)):
             pyspy.append(ln)
     _relate_ports(events, lines)
+    _relate_dead_actors(events, lines)
     if pyspy:
         events.append(Event("hang_stack", [x.no for x in pyspy], "\n".join(x.text.strip() for x in pyspy)))
     events.sort(key=lambda e: (e.line, e.kind != "traceback"))
