@@ -83,3 +83,13 @@ def test_a_dead_actor_cites_its_own_earlier_error():
     f = next(f for f in triage_text(log).findings if f.symptom == "ray_actor_died")
     cited = {e.line for e in f.evidence}
     assert 3 in cited and 2 not in cited
+
+
+def test_openrlhf_and_vllm_016_collective_rpc_pairing():
+    case = _case("openrlhf-async-vllm-016-collective-rpc-failed-needs-openrlhf-095")
+    f = triage_text(case).findings[0]
+    assert f.causes[0].rule_id == "openrlhf-async-vllm-016-collective-rpc" and "0.9.5" in f.fix
+    # the dotted-CLI actor name of newer OpenRLHF (RolloutRayActor), and verl's vLLM server: not OpenRLHF
+    line = "(RolloutRayActor pid=77) (EngineCore_DP0 pid=78) ERROR 03-05 00:25:45 [core.py:1094] Invocation of collective_rpc method failed\n"
+    assert "openrlhf-async-vllm-016-collective-rpc" in _top_rules(line)
+    assert "openrlhf-async-vllm-016-collective-rpc" not in _top_rules(line.replace("RolloutRayActor", "vLLMHttpServer"), 3)

@@ -64,6 +64,9 @@ EVENT_PATTERNS: dict[str, str] = {
     "sigfpe": r"Fatal Python error: Floating point exception|Caught signal 8 \(Floating point exception|"
               r"Floating point exception \(core dumped\)",
     "job_failed": r"Job '[^']+' failed|Job entrypoint command failed",
+    # vLLM V1 EngineCore: a utility call from the client (collective_rpc, sleep, wake_up, ...) raised
+    # (vllm/v1/engine/core.py: logger.exception("Invocation of %s method failed", method_name); 0.10.2 checked)
+    "engine_rpc_failed": r"Invocation of \w+ method failed",
     # not errors, but markers that rules combine with a silent stop (collective_hang)
     # update_weights as a metric key (verl's ``timing_s/update_weights:1.2``, on every step line) is a timing,
     # not a weight-sync message: a key followed by its value is left out
