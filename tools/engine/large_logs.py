@@ -116,8 +116,10 @@ def _open(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int, io.BufferedR
     with open(p, "rb") as fh:
         magic = fh.read(4)
     if magic[:2] == b"\x1f\x8b":
+        from grpo_debug.tools.engine.gzip_stream import GzipMembers
+
         raw = open(p, "rb")
-        return gzip.GzipFile(fileobj=raw, mode="rb"), size, raw
+        return GzipMembers(raw), size, raw  # (gzip.GzipFile drops the last read's data of a cut file)
     if magic == b"\x28\xb5\x2f\xfd":
         try:
             import zstandard
