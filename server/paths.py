@@ -130,10 +130,17 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
 CLIENT_ROOTS: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("client_roots", default=())
 
 
+#: Seconds to wait for the client's answer to roots/list: a client that declares roots and never answers (a
+#: client bug) must not hold the call forever (the per-call deadline starts only when the tool body runs).
+ROOTS_TIMEOUT_S = 5.0
+
+
 async def client_roots(context) -> tuple[Path, ...]:
     """The existing local folders among the roots the client declared (file:// URIs), resolved; () when the
-    client declares no roots capability or the request fails."""
+    client declares no roots capability, the request fails or no answer comes within ROOTS_TIMEOUT_S."""
     from urllib.parse import unquote, urlparse
+
+    import anyio
 
     try:
         caps = context.session.client_capabilities
@@ -141,8 +148,9 @@ async def client_roots(context) -> tuple[Path, ...]:
             return ()
         with warnings.catch_warnings():  # roots are deprecated from the 2026-07-28 spec; handshake-era clients use them
             warnings.simplefilter("ignore")
-            listed = (await context.session.list_roots()).roots
-    except Exception:  # noqa: BLE001 - no back-channel, a client error, a deprecated capability: no roots
+            with anyio.fail_after(ROOTS_TIMEOUT_S):
+                listed = (await context.session.list_roots()).roots
+    except Exception:  # noqa: BLE001 - no back-channel, a client error, no answer in time, a deprecated capability
         return ()
     out: list[Path] = []
     for r in listed[:64]:

@@ -78,3 +78,26 @@ async def test_path_descriptions_say_where_paths_may_point():
     for name in ("triage", "check_config", "nan_guide"):
         desc = tools[name].input_schema["properties"]["path"].get("description", "")
         assert "--allow" in desc and "roots" in desc, (name, desc)
+
+
+async def test_a_client_that_never_answers_roots_list_does_not_hold_the_call(dirs, monkeypatch):
+    """A client that declares roots but never answers roots/list (a client bug a newcomer's script had) gets its
+    answer after ROOTS_TIMEOUT_S, with the server's own roots only."""
+    import anyio
+
+    from grpo_debug.server import paths
+
+    monkeypatch.setattr(paths, "ROOTS_TIMEOUT_S", 0.3)
+    served, logs, _ = dirs
+
+    async def never(_ctx):
+        await anyio.sleep_forever()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client = Client(build_server(allowed_roots=[served]), mode="legacy", list_roots_callback=never)
+    with anyio.fail_after(20):
+        async with client as c:
+            r = await c.call_tool("triage", {"path": str(served / "own.log")})
+            assert not r.is_error and r.structured_content["findings"]
+            r = await c.call_tool("triage", {"path": str(logs / "run.log")})  # not a root without the answer
+            assert r.is_error and "allowed roots" in r.content[0].text
