@@ -67,6 +67,23 @@ def test_folder_merges_log_config_script_and_store_and_maps_lines_back(tmp_path)
     assert any(f.symptom == "grad_norm_spike" for f in res.findings)
 
 
+def test_folder_edit_rewrites_the_config_file_not_the_dict_the_log_printed(tmp_path):
+    """A run folder's config.yaml sets clip_grad 0.0 and the log echoes the config dict at start-up (as verl's
+    trainer prints it): the edit rewrites config.yaml's line, and every setting and note names its file (a
+    newcomer's folder got 'could not rewrite line 18 in place', a merged line number in neither file)."""
+    (tmp_path / "config.yaml").write_text(
+        "actor_rollout_ref:\n  actor:\n    optim:\n      lr: 1e-5\n      clip_grad: 0.0\n")
+    (tmp_path / "train.log").write_text(
+        "start\n(TaskRunner pid=1) {'actor_rollout_ref': {'actor': {'optim': {'lr': 1e-05, 'clip_grad': 0.0}}}}\n"
+        "(TaskRunner pid=1) step:1 - actor/grad_norm:0.5 - actor/pg_loss:0.1\n")
+    res = triage_folder(tmp_path)
+    f = next(f for f in res.findings if any("clip" in c.rule_id for c in f.causes))
+    ed = next(e for e in f.edits if "clip_grad" in e.key)
+    assert (ed.line, ed.old.strip(), ed.new.strip()) == (5, "clip_grad: 0.0", "clip_grad: 1.0") and "config.yaml" in ed.note
+    assert all(s.source in ("config.yaml", "train.log") for s in f.settings)
+    assert not any(re.search(r"\bline (\d+)\b", e.note or "") and "of " not in e.note for e in f.edits)
+
+
 def test_triage_any_routes_folders_and_store_files_only():
     assert triage_any(path=str(STORES / "trainer_state" / "checkpoint-70" / "trainer_state.json")).coverage.files
     assert not triage_any(text="step:1 - actor/grad_norm:1.0\n").coverage.files

@@ -22,6 +22,7 @@ class Setting(BaseModel):
     key: str = Field(description="Config key or flag as found in the input.")
     value: Any
     line: int = Field(description="1-based input line that sets it.")
+    source: str | None = Field(None, description="The file of a run folder the line is in (null for one input).")
 
 
 class Edit(BaseModel):

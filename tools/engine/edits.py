@@ -192,7 +192,11 @@ def applicable(key: str, fs: FactSet) -> bool:
 
 
 def _target(key: str, fs: FactSet) -> Fact | None:
-    f = fs.get(key)
+    """The fact an edit of ``key`` rewrites: the last one set, a config file's or launch line's before one printed
+    back in a log (a run folder's config.yaml, not the dict the trainer echoed at start-up)."""
+    found = fs.find(key)
+    own = [f for f in found if f.origin != "printed"]
+    f = max(own or found, key=lambda x: x.line) if found else None
     if f is None and "." in key:
         parent = fs.get(key.rsplit(".", 1)[0])  # TRL/HF `fp16: true` for DeepSpeed's fp16.enabled
         if parent is not None and isinstance(parent.value, bool):

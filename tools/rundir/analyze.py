@@ -105,6 +105,13 @@ def _place(m, no: int, source: str | None) -> tuple[int, str]:
 
 
 _LINE_REF = re.compile(r"\(line (\d+)\)")
+_NOTE_LINE = re.compile(r"\bline (\d+)\b(?! \(in )")
+
+
+def _note_line(m, no: int) -> str:
+    """'line 4 of train.log' for merged line ``no`` in an edit's note."""
+    loc = m.locate(no)
+    return f"line {no}" if loc is None or loc[2] else f"line {loc[1]} of {loc[0]}"
 
 
 def _line_ref(m, no: int) -> str:
@@ -124,7 +131,8 @@ def remap(result, m) -> None:
         for e in f.evidence:
             e.line, e.source = _place(m, e.line, e.source)
         for s in f.settings:
-            s.line = _place(m, s.line, None)[0]
+            s.line, s.source = _place(m, s.line, None)
+            s.source = s.source or None
         keep = []
         for ed in f.edits:
             loc = m.locate(ed.line) if ed.line else None
@@ -132,6 +140,7 @@ def remap(result, m) -> None:
                 continue  # a metric store's config cannot be edited in place
             if loc:
                 ed.line, ed.note = loc[1], (ed.note + f" (in {loc[0]})").strip()
+            ed.note = _NOTE_LINE.sub(lambda mo: _note_line(m, int(mo.group(1))), ed.note)
             keep.append(ed)
         f.edits = keep
         for c in f.causes:
