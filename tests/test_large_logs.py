@@ -442,3 +442,14 @@ def test_streamed_triage_is_the_same_without_numpy(real_log, small_limits, monke
     with pytest.raises(ImportError):
         import numpy  # noqa: F401
     assert triage_stream(path).model_dump_json() == with_numpy
+
+
+def test_a_log_cut_mid_line_says_so_and_counts_its_own_bytes(real_log, small_limits, tmp_path):
+    path, _ = real_log
+    data = path.read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(data[: len(data) // 2 + 17])  # mid-line: a log copied while it was written
+    res = triage_stream(cut)
+    assert res.coverage.bytes_read == cut.stat().st_size
+    assert any("has no newline: the log ends mid-line" in s for s in res.coverage.skipped)
+    assert not any("ends mid-line" in s for s in triage_stream(path).coverage.skipped)

@@ -176,6 +176,9 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
                    "lines, tracebacks, the first 3000 and last 1000 lines)")
     if sparse.engine == "re":
         skipped.append("neither hyperscan nor google-re2 is installed: pip install 'grpo-debug[fast]' for grep-like speed")
+    if sparse.unterminated:
+        skipped.append(f"the last line ({_n(sparse.total_lines)}) has no newline: the log ends mid-line (cut, or still "
+                       "being written), so that line may be partial")
     if sparse.unprefiltered:
         skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered; lines matching only "
                        "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))

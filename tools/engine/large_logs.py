@@ -79,6 +79,7 @@ class SparseLog:
     truncated: bool = False
     capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
     ended_early: str | None = None  # why reading stopped before the end (a truncated .gz, a read error), else None
+    unterminated: bool = False  # the last line has no newline: the log ends mid-line (cut, or still being written)
     repeats: int = 0
     patterns: list[tuple[str, bool]] = field(default_factory=list)  # the prefilter's patterns, by id
     matched: dict[int, int] = field(default_factory=dict)  # pattern id -> candidate lines it matched (not metric lines)
@@ -473,13 +474,15 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str | tuple[s
         else:  # the end of the input: the last line, if it has no newline
             if not carry:
                 break
-            chunk, rest = carry + (b"" if carry.endswith(b"\n") else b"\n"), b""
-            end += len(chunk) - len(carry)
+            pad = 0 if carry.endswith(b"\n") else 1  # a newline added to close the last line (not counted as read)
+            chunk, rest = carry + b"\n" * pad, b""
+            end += pad
+            out.unterminated = bool(pad)
         base = None if gap or start is None else start + end - len(chunk)
         carry, gap = rest, False
         last_chunks = (last_chunks + [(line_no, chunk)])[-2:]  # the tail is cut from these at the end
         pending, line_no = sc.chunk(chunk, line_no, base, pending)
-        out.bytes_read += len(chunk)
+        out.bytes_read += len(chunk) - (pad if not got else 0)
         _report(progress, position() if position else raw_read, size, "reading")
         if not got:
             break
