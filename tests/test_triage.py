@@ -263,3 +263,25 @@ def test_nan_evidence_excerpt_shows_the_series_that_went_nan():
     ev = next(e for e in f.evidence if e.line == 6)
     assert f.symptom == "nan_inf" and len(ev.text) < 400 and "actor/grad_norm:nan" in ev.text
     assert "actor/grad_norm:nan" in res.summary.split("Evidence:")[1].split("Fix:")[0]
+
+
+def test_a_crash_before_a_collective_timeout_ranks_above_it_and_is_named_by_it():
+    """A rank that crashed (here a CUDA OOM) never reaches the collective the others then time out in: the crash
+    comes first and the timeout's next check names it; a timeout before the OOM gets no such note (a newcomer's
+    log had the NCCL timeout ranked above the OOM 2,001 lines earlier that caused it)."""
+    from grpo_debug.tools.triage import triage_text
+
+    oom = ("(WorkerDict pid=5) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 5 has a "
+           "total capacity of 79.11 GiB of which 1.02 GiB is free.")
+    nccl = ("(WorkerDict pid=6) [rank0]:[E1201 00:00:30.408271257 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=48211, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+    filler = [f"(WorkerDict pid=6) step {i} ok" for i in range(5)]
+    fs = triage_text("\n".join(["start", oom, *filler, nccl]) + "\n").findings
+    order = [f.symptom for f in fs]
+    assert order.index("cuda_oom") < order.index("collective_hang")
+    hang = fs[order.index("collective_hang")]
+    assert hang.next_checks[0].startswith("cuda_oom at line 2 comes 6 lines before the timeout")
+    fs = triage_text("\n".join(["start", nccl, *filler, oom]) + "\n").findings
+    hang = next(f for f in fs if f.symptom == "collective_hang")
+    assert not any("before the timeout" in c for c in hang.next_checks)

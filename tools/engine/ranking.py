@@ -28,6 +28,11 @@ TERMINAL: frozenset[str] = frozenset().union(*DIRECT_EVENTS.values())
 
 _LIFT = 0.001  # how far above the best medium/low finding a terminal one is placed
 
+# A rank that crashes never reaches the next collective, so the others time out in it: a crash logged before a
+# collective timeout is the first thing to fix (nccl-watchdog-timeout's own advice: find the rank that did not
+# reach the collective).
+CRASHES: frozenset[str] = frozenset({"cuda_oom", "illegal_memory_access", "host_oom", "ray_actor_died"})
+
 
 def direct_evidence(symptom: str, results: Iterable) -> bool:
     """Whether signal results (``SignalResult``: ``kind``, ``note``) state ``symptom`` outright: an event whose kind
@@ -56,4 +61,22 @@ def rank(items: list, direct: set[int]) -> list:
         lifted = [f for f, _ in items if is_terminal(f, id(f) in direct) and f.score <= max(weak)]
         for i, f in enumerate(lifted):  # their own order kept: the first lifted highest
             f.score = round(max(weak) + _LIFT * (len(lifted) - i), 3)
+    _crash_before_hang(items, direct)
     return sorted(items, key=lambda fk: -fk[0].score)
+
+
+def _crash_before_hang(items: list, direct: set[int]) -> None:
+    """A terminal crash (``CRASHES``) logged before a collective timeout goes just above the timeout, which then
+    names it as the rank to look at first (``next_checks``)."""
+    hang = next(((f, k) for f, k in items if f.symptom == "collective_hang" and k is not None), None)
+    if hang is None:
+        return
+    crashes = [(f, k) for f, k in items if f.symptom in CRASHES and k is not None and k < hang[1]
+               and is_terminal(f, id(f) in direct)]
+    if not crashes:
+        return
+    crash, line = min(crashes, key=lambda fk: fk[1])
+    if crash.score <= hang[0].score:
+        crash.score = round(hang[0].score + _LIFT / 2, 4)
+    hang[0].next_checks.insert(0, f"{crash.symptom} at line {line} comes {hang[1] - line:,} lines before the timeout: "
+                                  "a rank that crashed never reaches the collective, so fix that first")
