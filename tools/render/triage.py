@@ -18,8 +18,8 @@ CONCISE_EVIDENCE, CONCISE_CAUSES = 3, 2
 
 
 def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str] | None = None) -> list[RenderableType]:
-    """One finding. Concise (``verbose=False``): 3 evidence lines, 2 causes, the fix and the change, the first
-    next check; hints already shown under an earlier finding (``seen``) are not repeated."""
+    """One finding. Concise (``verbose=False``): 3 evidence lines, 2 signals, 2 causes, the fix and the change, the
+    first next check; hints already shown under an earlier finding (``seen``) are not repeated."""
     seen = set() if seen is None else seen
     head = Text.assemble((f"{n}. ", "bold"), (f"[{f.symptom}] ", "bold cyan"), (f.title, "bold"),
                          "  (confidence: ", (f.confidence, CONF_STYLE.get(f.confidence, "")), ")")
@@ -30,6 +30,9 @@ def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str]
                     for e in evidence), marker_style="cyan")
         out.append(section("Evidence" + (f" ({len(f.evidence)} lines, first {len(evidence)})"
                                          if len(evidence) < len(f.evidence) else ""), ev))
+    seen_signals = [m for m in (f.causes[0].matched if f.causes else []) if m][: None if verbose else 2]
+    if seen_signals:  # what the detectors and patterns saw: "grad_norm climbs from step 197 (line 859212) ..."
+        out.append(section("Signals", bullets(seen_signals)))
     if f.causes:
         causes = []
         for c in (f.causes if verbose else f.causes[:CONCISE_CAUSES]):
@@ -48,7 +51,8 @@ def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str]
     elif f.patch:
         out.append(section("Patch", ", ".join(f"{k}={v}" for k, v in f.patch.items())))
     if f.settings and verbose:
-        out.append(section("Current settings", bullets(f"{s.key} = {s.value!r} (L{s.line})" for s in f.settings)))
+        out.append(section("Current settings", bullets(f"{s.key} = {s.value!r} (L{s.line}{f' of {s.source}' if s.source else ''})"
+                                                       for s in f.settings)))
     checks = [c for c in f.next_checks if c not in seen][: None if verbose else 1]
     if checks:
         out.append(section("Next checks", bullets(checks)))
