@@ -311,3 +311,20 @@ def test_stream_keeps_traceback_frames_across_chunk_boundaries(monkeypatch):
 def test_overflow_line_with_garbage_numbers_does_not_crash():
     t = _metrics("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: ., reducing to e\n")
     assert "deepspeed/loss_scale" not in t.series
+
+
+def test_runtime_logger_records_are_not_settings_but_config_prints_are():
+    """key=value pairs in a tagged logger record (vLLM's scheduler DEBUG lines a newcomer's log had by the
+    thousand) are runtime values, not config facts; a record that says it prints a config still gives its
+    settings, and plain key=value lines too."""
+    from grpo_debug.tools.engine.facts import extract_facts
+    from grpo_debug.tools.engine.normalize import normalize
+
+    text = ("(WorkerDict pid=23412, ip=10.0.3.18) DEBUG 12-01 04:12:50 [scheduler.py:1290] seq_group finished, "
+            "reason=length, num_generated_tokens=1635, logprob=-4.2008\n"
+            "INFO 12-01 04:12:50 [core.py:70] Initializing a V1 LLM engine (v0.10.2) with config: "
+            "model='Qwen/Qwen2.5-7B', tokenizer='Qwen/Qwen2.5-7B', max_seq_len=4096\n"
+            "lr=1e-5 clip_grad=1.0\n")
+    keys = {f.key for f in extract_facts(normalize(text)).facts}
+    assert {"model", "max_seq_len", "lr", "clip_grad"} <= keys
+    assert not keys & {"reason", "num_generated_tokens", "logprob"}

@@ -232,6 +232,12 @@ _COMMENT_KV = re.compile(r'"(\w+)"\s*:\s*(-?[\d.]+(?:e-?\d+)?|true|false|"[^"]*"
 _COMMENT_VERSION = re.compile(r"\b(trl|verl|vllm|sglang|deepspeed|openrlhf|slime|relax|megatron-core|megatron-lm|torch|ray|"
                               r"transformers)[ =v]+(\d+\.\d+(?:\.\w+)*)(?![\w*]|\.[\w*])", re.I)  # "0.2x" / "0.4.*" name no release
 _NOT_CONFIG_KV = re.compile(r"\bpid=\d+|actor_id=|repr=<|ray::")  # Ray task/actor headers, not settings
+# A logger record with a [file.py:N] tag (vLLM/SGLang: "DEBUG 12-01 04:12:50 [scheduler.py:1290] seq_group finished,
+# reason=length, num_generated_tokens=..."): its key=value pairs are runtime values unless the message says it
+# prints a configuration ("Initializing a V1 LLM engine ... with config: model=...")
+_LOG_RECORD = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T][\d:,.]+\]?\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR)\b[^=\n]*?"
+                         r"\[[\w./-]+\.py:\d+\]")
+_CONFIG_WORDS = re.compile(r"(?i)config|\bargs\b|argument|setting|param")
 _ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
 
 
@@ -403,9 +409,18 @@ def _kwargs_facts(fs: FactSet, t: str, no: int, is_cmd: bool) -> None:
             fs.add(key, parse_scalar(val), no, "kwargs", t)
         fs.formats.add("kwargs-repr")
     elif not is_cmd and len(_KV.findall(t)) >= 2 and not t.lstrip().startswith(("{", "[")) \
-            and not _NOT_CONFIG_KV.search(t):
+            and not _NOT_CONFIG_KV.search(t) and not _runtime_record(t):
         for key, val in _KV.findall(t):
             fs.add(key, parse_scalar(val), no, "kwargs", t)
+
+
+def _runtime_record(t: str) -> bool:
+    """A tagged logger record whose key=value pairs are runtime values, not settings (``_LOG_RECORD``)."""
+    m = _LOG_RECORD.match(t)
+    if m is None:
+        return False
+    first_kv = _KV.search(t, m.end())
+    return not _CONFIG_WORDS.search(t, m.end(), first_kv.start() if first_kv else len(t))
 
 
 def _shown_lines(fs: FactSet, lines: list[Line], skip: set[int] | frozenset[int]) -> set[int]:
