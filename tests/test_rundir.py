@@ -332,3 +332,17 @@ async def test_mcp_folder_triage_keeps_to_the_folder(tmp_path):
     assert not r.is_error and "SECRET-7Q" not in json.dumps(r.structured_content)
     assert r.structured_content["coverage"]["files"] == [f for f in r.structured_content["coverage"]["files"]
                                                          if f.startswith("metrics.jsonl")]
+
+
+def test_plot_mark_uses_the_metric_line_step_not_the_warning_printed_before_it(tmp_path):
+    """verl prints 'grad_norm is not finite' during step N, before step N's metric line: the nan_inf mark is step N
+    (a newcomer's plot said the step before)."""
+    rows = [f"(TaskRunner pid=1) step:{i} - actor/grad_norm:{0.5 + i / 10} - actor/pg_loss:0.1" for i in range(1, 5)]
+    rows += ["(WorkerDict pid=2) WARN: rank 0 grad_norm is not finite: tensor(nan, device='cuda:0')",
+             "(TaskRunner pid=1) step:5 - actor/grad_norm:nan - actor/pg_loss:0.1"]
+    p = tmp_path / "run.log"
+    p.write_text("\n".join(rows) + "\n")
+    from grpo_debug.tools.rundir.analyze import analyze as analyse
+    from grpo_debug.tools.rundir.plot import finding_marks
+
+    assert dict(finding_marks(analyse(path=str(p))))["nan_inf"] == 5.0

@@ -40,15 +40,34 @@ class Analysis:
 
         idx = self.__dict__.get("_steps")
         if idx is None:
+            from grpo_debug.tools.run.build import _axis
+
             mt = self.ctx.metrics
-            pairs = {r.line: r.step for r in mt.records}
-            for pts in mt.series.values():
+            axes = getattr(mt, "axes", {})
+            # counters that are not training steps: values stated in prose, tqdm updates, summaries, table rows
+            pairs = {r.line: r.step for r in mt.records
+                     if not all((axes.get(k) or _axis(r.fmt, k)) in NOT_STEPS for k in r.keys)}
+            for k, pts in mt.series.items():
+                if axes.get(k) in NOT_STEPS:
+                    continue
                 for p in pts:
                     pairs.setdefault(p.line, p.step)
             order = sorted(pairs)
             idx = self.__dict__["_steps"] = (order, [pairs[ln] for ln in order])
         i = bisect.bisect_right(idx[0], no) - 1
         return idx[1][i] if i >= 0 else None
+
+    def step_at_line(self, no: int) -> float | None:
+        """The step of merged line ``no`` when it is itself a metric line the run kept, else None."""
+        self.step_of_line(no)  # builds the index
+        order, steps = self.__dict__["_steps"]
+        import bisect
+
+        i = bisect.bisect_left(order, no)
+        return steps[i] if i < len(order) and order[i] == no else None
+
+
+NOT_STEPS = frozenset({"mention", "tqdm_update", "summary", "summary_group", "table", "row", "overflow_count"})
 
 
 def is_store_file(path: str) -> bool:

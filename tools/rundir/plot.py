@@ -87,12 +87,13 @@ def sparkline_row(s, width: int = 48, name_width: int = 16) -> str:
 
 
 def finding_marks(analysis) -> list[tuple[str, float]]:
-    """(symptom, start step) per finding: the smallest step named by its evidence lines (merged numbering)."""
+    """(symptom, start step) per finding: the smallest step of its evidence lines that are metric lines, else the
+    smallest step named by its other evidence lines (the last metric line before each; merged numbering). A
+    warning printed during step N comes before step N's metric line, so it is only used without a metric line."""
     out = []
     for f in analysis.result.findings:
         steps = [st for e in f.evidence if (st := analysis.step_of_line(e.line)) is not None]
-        rec = {r.line: r.step for r in analysis.ctx.metrics.records}
-        exact = [rec[e.line] for e in f.evidence if e.line in rec]
+        exact = [st for e in f.evidence if (st := analysis.step_at_line(e.line)) is not None]
         if exact or steps:
             out.append((f.symptom, min(exact or steps)))
     return out
