@@ -81,7 +81,7 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
         raise PathNotAllowed("path is empty; give the path of a file on the server's machine")
     if "\x00" in raw:
         raise PathNotAllowed(f"{shown!r}: path contains a NUL byte")
-    roots = [Path(os.path.abspath(r)) for r in allowed_roots]
+    roots = list(dict.fromkeys(Path(os.path.abspath(r)) for r in allowed_roots))  # (--allow and a client root may repeat)
     real_roots = []
     for r in roots:
         try:
