@@ -281,7 +281,21 @@ def test_a_crash_before_a_collective_timeout_ranks_above_it_and_is_named_by_it()
     order = [f.symptom for f in fs]
     assert order.index("cuda_oom") < order.index("collective_hang")
     hang = fs[order.index("collective_hang")]
-    assert hang.next_checks[0].startswith("cuda_oom at line 2 comes 6 lines before the timeout")
+    assert hang.next_checks[0].startswith("cuda_oom (line 2) comes 6 lines before the timeout")
     fs = triage_text("\n".join(["start", nccl, *filler, oom]) + "\n").findings
     hang = next(f for f in fs if f.symptom == "collective_hang")
     assert not any("before the timeout" in c for c in hang.next_checks)
+
+
+def test_a_nan_run_names_the_nan_risk_in_its_own_settings_first():
+    """A NaN and, in the same input, gradient clipping set to 0: the nan_inf finding's first next check names that
+    setting (not only the generic 'check clipping' list); with clipping on there is no such check."""
+    from grpo_debug.tools.triage import triage_text
+
+    log = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.actor.optim.clip_grad={c}\n"
+           "(TaskRunner pid=1) step:1 - actor/grad_norm:0.5 - actor/pg_loss:0.1\n"
+           "(TaskRunner pid=1) step:2 - actor/grad_norm:nan - actor/pg_loss:nan\n")
+    nan = next(f for f in triage_text(log.format(c=0)).findings if f.symptom == "nan_inf")
+    assert nan.next_checks[0].startswith("This run's own settings carry a NaN risk: actor_rollout_ref.actor.optim.clip_grad = 0")
+    nan = next(f for f in triage_text(log.format(c=1.0)).findings if f.symptom == "nan_inf")
+    assert not any(c.startswith("This run's own settings") for c in nan.next_checks)

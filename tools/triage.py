@@ -207,6 +207,29 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
     return rank(keyed, stated)  # what ended or broke the run first (tools/engine/ranking.py)
 
 
+def _settings_behind_nan(findings: list[Finding], rb: RuleBase) -> None:
+    """A non-finite metric and, in the same run, a setting that is a NaN risk (a rule whose title or tags carry the
+    NaN guide's words: gradient clipping off, fp16, overflow, ...; skills/families.yaml nan_guide) that another
+    finding points at with an exact change: the non-finite finding's first next check names that setting, so the
+    generic checklist is not read first."""
+    from grpo_debug.skills.knowledge import family_selectors
+
+    nan = next((f for f in findings if f.symptom == "nan_inf"), None)
+    words = family_selectors()["nan_guide"].words
+    if nan is None or not words:
+        return
+    for f in findings:
+        rule = rb.get(f.causes[0].rule_id) if f.causes and f is not nan else None
+        if rule is None or not (f.edits or f.settings) \
+                or not re.search(words, " ".join([rule.title, *rule.tags]).lower()):
+            continue
+        where = f.settings[0] if f.settings else None
+        said = f"{where.key} = {where.value!r} (line {where.line})" if where else f.edits[0].key
+        nan.next_checks.insert(0, f"This run's own settings carry a NaN risk: {said} ({f.title}); the "
+                                  f"{f.symptom} finding has the change")
+        return
+
+
 def _already(fix, ctx: Context, lines) -> str:
     """' Already so in this input: ...' when the input already has what the fix asks (engine/edits.py)."""
     done = already_set(fix, ctx.facts, lines)
@@ -286,6 +309,7 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
 
     keyed += [(f, f.evidence[0].line if f.evidence else None) for f in error_findings(ctx, line_map(lines), [f for f, _ in keyed])]
     findings = [f for f, _ in keyed]
+    _settings_behind_nan(findings, rb)
     used = (set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
             | ctx.facts.command_lines | ctx.facts.block_lines)
     not_understood = [ln for ln in lines if ln.no not in used and not ln.text.lstrip().startswith("#")

@@ -78,5 +78,5 @@ def _crash_before_hang(items: list, direct: set[int]) -> None:
     crash, line = min(crashes, key=lambda fk: fk[1])
     if crash.score <= hang[0].score:
         crash.score = round(hang[0].score + _LIFT / 2, 4)
-    hang[0].next_checks.insert(0, f"{crash.symptom} at line {line} comes {hang[1] - line:,} lines before the timeout: "
+    hang[0].next_checks.insert(0, f"{crash.symptom} (line {line}) comes {hang[1] - line:,} lines before the timeout: "
                                   "a rank that crashed never reaches the collective, so fix that first")
