@@ -453,3 +453,14 @@ def test_a_log_cut_mid_line_says_so_and_counts_its_own_bytes(real_log, small_lim
     assert res.coverage.bytes_read == cut.stat().st_size
     assert any("has no newline: the log ends mid-line" in s for s in res.coverage.skipped)
     assert not any("ends mid-line" in s for s in triage_stream(path).coverage.skipped)
+
+
+def test_a_gzip_log_is_read_in_the_same_chunks_as_the_plain_file(real_log, small_limits, tmp_path):
+    """The gzip reader fills each chunk as a plain file does, so the kept lines (the tail included) and the flood
+    handling are the same for run.log and run.log.gz (a reader returning one 64 KiB input's worth per call kept
+    fewer tail lines and demoted chatter later)."""
+    path, _ = real_log
+    gz = tmp_path / "run.log.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    plain, packed = ll.scan_file(path), ll.scan_file(gz)
+    assert plain.lines == packed.lines and plain.demoted == packed.demoted and plain.total_lines == packed.total_lines

@@ -27,13 +27,35 @@ class GzipMembers(io.RawIOBase):
         self._d = zlib.decompressobj(_GZIP)
         self._in_member = False  # bytes of the current member were fed and its end is not reached
         self._next = b""  # input after the end of a member: the next member, or padding
+        self._pending_error: EOFError | None = None  # raised on the next call: the bytes before it went out first
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b) -> int:
-        """Fill ``b`` with up to ``len(b)`` decompressed bytes; 0 at the end. Raises EOFError when the file ends
-        inside a member (after every byte before the cut was returned) and OSError for corrupt data."""
+        """Fill ``b`` with decompressed bytes, as many as fit unless the input ends first (a caller reading 4 MiB
+        chunks gets 4 MiB chunks, as from a plain file); 0 at the end. Raises EOFError when the file ends inside a
+        member, on the call after the one that returned the last bytes before the cut, and OSError for corrupt
+        data."""
+        view, got = memoryview(b), 0
+        while got < len(view):
+            if self._pending_error is not None:
+                if got:
+                    break
+                e, self._pending_error = self._pending_error, None
+                raise e
+            try:
+                n = self._read_some(view[got:])
+            except EOFError as e:
+                self._pending_error = e
+                continue
+            if not n:
+                break
+            got += n
+        return got
+
+    def _read_some(self, b) -> int:
+        """Up to ``len(b)`` bytes from at most one piece of compressed input (``readinto``'s step)."""
         want = len(b)
         while True:
             src = self._d.unconsumed_tail or self._next or self._raw.read(_READ)
