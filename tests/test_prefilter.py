@@ -437,3 +437,14 @@ def test_python_engine_equals_python_re_on_random_patterns():
 @pytest.mark.slow
 def test_python_engine_equals_python_re_on_many_random_patterns():
     _fuzz(400, seed=5)
+
+
+def test_a_split_pattern_with_an_alternative_the_engine_cannot_take_is_left_out_whole():
+    """RE2 refuses a repeat over 1000; the relaxed pattern's other alternative compiles. The pattern is then
+    unprefiltered as a whole (its caller scans for it), never reported with the hits of one alternative only."""
+    pytest.importorskip("re2")
+    pat = r"(?<!x)foo\b|(?:ab|cd){1,3000}zz"
+    eng = _Engine([(pat, False), ("step:", False)], kind="re2")
+    assert pat in eng.unprefiltered
+    starts, ids = eng.line_hits(b"foo 1\nabzz\nstep: 3\n")
+    assert all(0 not in i for i in ids) and len(starts) == 1

@@ -346,3 +346,23 @@ def test_plot_mark_uses_the_metric_line_step_not_the_warning_printed_before_it(t
     from grpo_debug.tools.rundir.plot import finding_marks
 
     assert dict(finding_marks(analyse(path=str(p))))["nan_inf"] == 5.0
+
+
+def test_edit_notes_give_the_files_own_line_numbers():
+    """remap: a merged line number in an edit's note becomes the file's own (with the file named once)."""
+    from types import SimpleNamespace as NS
+
+    from grpo_debug.tools.models import Edit
+    from grpo_debug.tools.rundir.analyze import remap
+    from grpo_debug.tools.rundir.merge import Merged, Span, empty_context
+
+    m = Merged(ctx=empty_context())
+    m.spans = [Span(1, 15, "train.log", 0), Span(16, 20, "config.yaml", 15)]
+    got = []
+    for note, line in (("adds actor.clip_grad at line 18", 18), ("could not rewrite line 18 in place", None)):
+        ed = Edit(key="k", line=line, new="x", note=note)
+        remap(NS(findings=[NS(evidence=[], settings=[], edits=[ed], causes=[], next_checks=[])],
+                 coverage=NS(not_understood_sample=[]), metrics={}), m)
+        got.append((ed.line, ed.note))
+    assert got == [(3, "adds actor.clip_grad at line 3 (in config.yaml)"),
+                   (None, "could not rewrite line 3 of config.yaml in place")]

@@ -201,27 +201,33 @@ def _relate_ports(events: list[Event], lines: list[Line]) -> None:
         e.fields["related"] = [ln.no for ln in lines if ln.no not in e.lines and rx.search(ln.text)][:6]
 
 
-_DEAD_PID = re.compile(r"\bpid[:=]\s*(\d+)")
+_DEAD_PID = re.compile(r"^\s*pid:\s*(\d+)\s*$")  # the "pid: N" line of Ray's ActorDiedError block
+_SOURCE_PID = re.compile(r"\bpid=(\d+)")
 _ERRORISH = re.compile(r"Error|Exception|Fatal|Traceback|SIG[A-Z]+|[Ss]ignal \d|exception|fault|[Aa]bort")
 
 
 def _relate_dead_actors(events: list[Event], lines: list[Line]) -> None:
     """For an actor death, the dead actor's own first error lines: Ray reports the death (ActorDiedError with a
-    ``pid: N`` line in its block) but not its cause, which the actor printed earlier under its ``(Name pid=N)``
-    prefix (ray-actor-died rule: 'the first error printed by that actor's pid ... is the real failure')."""
+    ``pid: N`` line in its block; not the ``ray::X.run() (pid=...)`` header, which names the caller) but not its
+    cause, which the actor printed earlier under its ``(Name pid=N)`` prefix (ray-actor-died rule: 'the first
+    error printed by that actor's pid ... is the real failure'). One pass over the lines, whatever the deaths."""
+    deaths = [e for e in events if e.kind == "ray_actor_died"]
+    if not deaths:
+        return
     index = {ln.no: i for i, ln in enumerate(lines)}
-    for e in events:
-        if e.kind != "ray_actor_died" or e.line not in index:
+    errors: dict[str, list[int]] = {}  # pid -> indices of its error lines, in order
+    for i, ln in enumerate(lines):
+        if ln.source and (m := _SOURCE_PID.search(ln.source)) and _ERRORISH.search(ln.text):
+            errors.setdefault(m.group(1), []).append(i)
+    for e in deaths:
+        i = index.get(e.line)
+        if i is None:
             continue
-        i = index[e.line]
-        pid = next((m.group(1) for ln in lines[i: i + 12] if (m := _DEAD_PID.search(ln.text))), None)
-        if pid is None:
-            continue
-        tag = re.compile(rf"\bpid={pid}\b")
-        own = [ln for ln in lines[:i] if ln.source and tag.search(ln.source) and _ERRORISH.search(ln.text)]
+        pid = next((m.group(1) for ln in lines[i: i + 12] if (m := _DEAD_PID.match(ln.text))), None)
+        own = [j for j in errors.get(pid, ()) if j < i] if pid else []
         if own:
             e.fields["pid"] = int(pid)
-            e.fields["related"] = [ln.no for ln in own[:2]]
+            e.fields["related"] = [lines[j].no for j in own[:2]]
 
 
 def extract_events(lines: list[Line]) -> list[Event]:

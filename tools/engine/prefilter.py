@@ -185,13 +185,17 @@ class _Hyperscan:
         try:
             self._db = load_or_compile(items, compile_db)
         except Exception:  # noqa: BLE001 - one pattern is too large or unsupported: probe them one by one
-            ok = []
+            ok, failed = [], set()
             for it in items:
                 try:
                     compile_db([it])
                     ok.append(it)
                 except Exception:  # noqa: BLE001
-                    self.unprefiltered.append(patterns[self._parent.get(it[0], it[0])][0])
+                    failed.add(self._parent.get(it[0], it[0]))
+            # a pattern with one alternative the engine cannot take is left out whole: its other alternatives'
+            # hits would look like the whole pattern's, and the caller scans for an unprefiltered pattern itself
+            ok = [it for it in ok if self._parent.get(it[0], it[0]) not in failed]
+            self.unprefiltered += [patterns[i][0] for i in sorted(failed)]
             self._db = compile_db(ok) if ok else None
         self.unprefiltered = list(dict.fromkeys(self.unprefiltered))
         self._exact = _Exact(patterns, {i for i, f in forms if f.relaxed}, parts)
@@ -252,14 +256,16 @@ class _RE2:
         opts.encoding = re2.Options.Encoding.LATIN1
         opts.never_capture = True
         opts.max_mem = 256 * 2**20
-        ok = []
+        ok, failed = [], set()
         for i, f in forms:
             text = (b"(?i:" if f.caseless else b"(?:") + f.pattern + b")"
             try:
                 re2.compile(text, opts)
                 ok.append((i, text, f.relaxed))
             except Exception:  # noqa: BLE001 - a construct RE2 lacks
-                self.unprefiltered.append(patterns[parts[i][0] if i in parts else i][0])
+                failed.add(parts[i][0] if i in parts else i)
+        ok = [o for o in ok if (parts[o[0]][0] if o[0] in parts else o[0]) not in failed]  # (see _Hyperscan)
+        self.unprefiltered += [patterns[i][0] for i in sorted(failed)]
         self._ids = [i for i, _, _ in ok]
         self._all = re2.compile(b"(?m)" + b"|".join(t for _, t, _ in ok), opts)._regexp if ok else None
         self._set = re2.Set.SearchSet(opts)

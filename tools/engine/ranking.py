@@ -30,8 +30,9 @@ _LIFT = 0.001  # how far above the best medium/low finding a terminal one is pla
 
 # A rank that crashes never reaches the next collective, so the others time out in it: a crash logged before a
 # collective timeout is the first thing to fix (nccl-watchdog-timeout's own advice: find the rank that did not
-# reach the collective).
-CRASHES: frozenset[str] = frozenset({"cuda_oom", "illegal_memory_access", "host_oom", "ray_actor_died"})
+# reach the collective). Not a dead actor: Ray's driver often prints the ActorDiedError of a worker the watchdog
+# itself took down before that worker's own timeout lines arrive.
+CRASHES: frozenset[str] = frozenset({"cuda_oom", "illegal_memory_access", "host_oom"})
 
 
 def direct_evidence(symptom: str, results: Iterable) -> bool:

@@ -124,13 +124,15 @@ def _place(m, no: int, source: str | None) -> tuple[int, str]:
 
 
 _LINE_REF = re.compile(r"\(line (\d+)\)")
-_NOTE_LINE = re.compile(r"\bline (\d+)\b(?! \(in )")
+_NOTE_LINE = re.compile(r"\bline (\d+)\b")
 
 
-def _note_line(m, no: int) -> str:
-    """'line 4 of train.log' for merged line ``no`` in an edit's note."""
+def _note_line(m, no: int, name_file: bool = True) -> str:
+    """'line 4 of train.log' (or 'line 4' without ``name_file``) for merged line ``no`` in an edit's note."""
     loc = m.locate(no)
-    return f"line {no}" if loc is None or loc[2] else f"line {loc[1]} of {loc[0]}"
+    if loc is None or loc[2]:
+        return f"line {no}"
+    return f"line {loc[1]} of {loc[0]}" if name_file else f"line {loc[1]}"
 
 
 def _line_ref(m, no: int) -> str:
@@ -157,9 +159,10 @@ def remap(result, m) -> None:
             loc = m.locate(ed.line) if ed.line else None
             if loc and loc[2]:
                 continue  # a metric store's config cannot be edited in place
+            # merged line numbers in the note: "line 3" when the note ends with "(in file)", else "line 3 of file"
+            ed.note = _NOTE_LINE.sub(lambda mo: _note_line(m, int(mo.group(1)), loc is None), ed.note)
             if loc:
                 ed.line, ed.note = loc[1], (ed.note + f" (in {loc[0]})").strip()
-            ed.note = _NOTE_LINE.sub(lambda mo: _note_line(m, int(mo.group(1))), ed.note)
             keep.append(ed)
         f.edits = keep
         for c in f.causes:
