@@ -361,7 +361,7 @@ def test_edit_notes_give_the_files_own_line_numbers():
     got = []
     for note, line in (("adds actor.clip_grad at line 18", 18), ("could not rewrite line 18 in place", None)):
         ed = Edit(key="k", line=line, new="x", note=note)
-        remap(NS(findings=[NS(evidence=[], settings=[], edits=[ed], causes=[], next_checks=[])],
+        remap(NS(findings=[NS(evidence=[], settings=[], edits=[ed], causes=[], next_checks=[], fix="")],
                  coverage=NS(not_understood_sample=[]), metrics={}), m)
         got.append((ed.line, ed.note))
     assert got == [(3, "adds actor.clip_grad at line 3 (in config.yaml)"),

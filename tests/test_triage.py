@@ -299,3 +299,17 @@ def test_a_nan_run_names_the_nan_risk_in_its_own_settings_first():
     assert nan.next_checks[0].startswith("This run's own settings carry a NaN risk: actor_rollout_ref.actor.optim.clip_grad = 0")
     nan = next(f for f in triage_text(log.format(c=1.0)).findings if f.symptom == "nan_inf")
     assert not any(c.startswith("This run's own settings") for c in nan.next_checks)
+
+
+def test_a_checklist_fix_says_what_the_input_already_sets():
+    """metric-nonfinite's fix is a checklist (clipping on, lr, ...): when the input sets those keys, the fix says
+    their values, so 'check that clipping is on' is answered (clip_grad = 1.0) instead of asked again."""
+    from grpo_debug.tools.triage import triage_text
+
+    log = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.actor.optim.clip_grad=1.0\n"
+           "(TaskRunner pid=1) step:1 - actor/grad_norm:0.5 - actor/pg_loss:0.1\n"
+           "(TaskRunner pid=1) step:2 - actor/grad_norm:nan - actor/pg_loss:nan\n")
+    nan = next(f for f in triage_text(log).findings if f.symptom == "nan_inf")
+    assert "This input sets: actor_rollout_ref.actor.optim.clip_grad = 1.0 (line 1)." in nan.fix
+    plain = next(f for f in triage_text(log.split("\n", 1)[1]).findings if f.symptom == "nan_inf")
+    assert "This input sets" not in plain.fix

@@ -194,12 +194,12 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
             computed = {k: v for r in h.results for k, v in r.patch.items()}  # a check's values for this input
             for k, v in rule_patch(h.rule.fix, h.rule.applies_to.frameworks, computed, ctx.facts, lines).items():
                 patch.setdefault(k, v)
+        settings = _settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title, confidence=confidence,
             evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
-            causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines), patch=patch or None,
-            edits=edits_for_patch(patch, ctx.facts, lines),
-            settings=_settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx),
+            causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines) + _sets(settings, patch),
+            patch=patch or None, edits=edits_for_patch(patch, ctx.facts, lines), settings=settings,
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
         keyed.append((findings[-1], key))
         if direct:
@@ -228,6 +228,14 @@ def _settings_behind_nan(findings: list[Finding], rb: RuleBase) -> None:
         nan.next_checks.insert(0, f"This run's own settings carry a NaN risk: {said} ({f.title}); the "
                                   f"{f.symptom} finding has the change")
         return
+
+
+def _sets(settings: list[Setting], patch: dict | None) -> str:
+    """' This input sets: k = v (line N); ...' for a checklist fix (no patch) whose keys the input sets, so a
+    check the input already answers (clipping on: clip_grad = 1.0) is not asked again."""
+    if patch or not settings:
+        return ""
+    return " This input sets: " + "; ".join(f"{s.key} = {s.value!r} (line {s.line})" for s in settings[:4]) + "."
 
 
 def _already(fix, ctx: Context, lines) -> str:

@@ -168,6 +168,7 @@ def remap(result, m) -> None:
         for c in f.causes:
             c.matched = [_LINE_REF.sub(lambda mo: _line_ref(m, int(mo.group(1))), t) for t in c.matched]
         f.next_checks = [_LINE_REF.sub(lambda mo: _line_ref(m, int(mo.group(1))), t) for t in f.next_checks]
+        f.fix = _LINE_REF.sub(lambda mo: _line_ref(m, int(mo.group(1))), f.fix)
     for e in result.coverage.not_understood_sample:
         e.line, e.source = _place(m, e.line, e.source)
     for s in result.metrics.values():
