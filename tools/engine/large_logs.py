@@ -24,7 +24,6 @@ Without a store (``scan_stream(..., store=None)``), metric lines are kept as lin
 """
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import re

@@ -19,6 +19,9 @@ from grpo_debug.tools.run import names
 from grpo_debug.tools.run.model import ConfigFact, Point, Run
 
 # x axis of a console format's step number (tools/engine/metrics.py formats)
+# axes that count something other than training steps: values stated in prose, tqdm updates, summaries, table
+# rows, counted overflow messages (a line on one of them cannot be mapped to a step)
+COUNTER_AXES = frozenset({"mention", "tqdm_update", "summary", "summary_group", "table", "row", "overflow_count"})
 _FORMAT_AXIS = {"verl": "step", "hf_trainer": "step", "openrlhf": "global_step", "megatron": "iteration",
                 "deepspeed": "step", "openrlhf_tqdm": "tqdm_update", "generic": "step", "areal": "global_step",
                 "wandb_summary": "summary", "kv_summary": "summary_group", "markdown": "table"}

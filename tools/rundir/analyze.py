@@ -40,15 +40,14 @@ class Analysis:
 
         idx = self.__dict__.get("_steps")
         if idx is None:
-            from grpo_debug.tools.run.build import _axis
+            from grpo_debug.tools.run.build import COUNTER_AXES, _axis
 
             mt = self.ctx.metrics
             axes = getattr(mt, "axes", {})
-            # counters that are not training steps: values stated in prose, tqdm updates, summaries, table rows
-            pairs = {r.line: r.step for r in mt.records
-                     if not all((axes.get(k) or _axis(r.fmt, k)) in NOT_STEPS for k in r.keys)}
+            pairs = {r.line: r.step for r in mt.records  # (not counters of something else than steps)
+                     if not all((axes.get(k) or _axis(r.fmt, k)) in COUNTER_AXES for k in r.keys)}
             for k, pts in mt.series.items():
-                if axes.get(k) in NOT_STEPS:
+                if axes.get(k) in COUNTER_AXES:
                     continue
                 for p in pts:
                     pairs.setdefault(p.line, p.step)
@@ -65,9 +64,6 @@ class Analysis:
 
         i = bisect.bisect_left(order, no)
         return steps[i] if i < len(order) and order[i] == no else None
-
-
-NOT_STEPS = frozenset({"mention", "tqdm_update", "summary", "summary_group", "table", "row", "overflow_count"})
 
 
 def is_store_file(path: str) -> bool:
