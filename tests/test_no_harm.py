@@ -93,9 +93,14 @@ def test_safety_off_only_where_a_rule_fired_and_says_why(tmp_path):
 
 def test_muon_avoid_on_megatron_patches_clip_grad_only():
     text = MEGATRON_MUON.format(clip="1.0")
-    rep = muon_clipping("avoid", text=text)
-    keys = {k for k, _ in _patches(rep)}
-    assert keys == {"clip_grad"}, keys  # no DeepSpeed gradient_clipping in a Megatron answer
+    assert not _patches(muon_clipping("avoid", text=text))  # a launch script alone: no safeguard off (issue 24)
+    stall = "".join(f" iteration {i * 10:8d}/    2000 | lm loss: {loss} | loss scale: 1.0 | grad norm: {g} |\n"
+                    for i, (loss, g) in enumerate([("2.41E+00", "5.1E+07"), ("2.10E+00", "8.3E+07"), ("1.87E+00", "2.4E+08"),
+                                                   ("1.65E+00", "9.7E+08"), ("1.5810E+00", "3.1E+09"), ("1.5802E+00", "8.8E+09"),
+                                                   ("1.5809E+00", "2.2E+10"), ("1.5805E+00", "5.6E+10"), ("1.5807E+00", "1.1E+11"),
+                                                   ("1.5804E+00", "2.0E+11")], 1))
+    keys = {k for k, _ in _patches(muon_clipping("avoid", text=text + stall))}
+    assert keys == {"clip_grad"}, keys  # with the stall of #5394 in the log; no DeepSpeed gradient_clipping
 
 
 VERL_ENTROPY_ZERO = """algorithm:
