@@ -12,7 +12,6 @@ import contextvars
 import json
 import logging
 import os
-import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Iterable, Iterator, Literal
@@ -27,7 +26,10 @@ from grpo_debug.server import examples_dir, find_skill_md, version
 from grpo_debug.server.budget import (MAX_ANSWER_BYTES, MAX_TEXT_BYTES, _check_text, bound_family,  # noqa: F401
                                       bound_probe, bound_triage)
 from grpo_debug.server.http import MIN_TOKEN_CHARS, TOKEN_ENV, is_loopback, run_http  # noqa: F401  (re-exported)
-from grpo_debug.server.limits import TIMEOUT_ENV, Busy, Cancelled, DeadlineExceeded, HeavyPool, Limits
+from grpo_debug.server.limits import (TIMEOUT_ENV, Busy, Cancelled, DeadlineExceeded, HeavyPool, Limits,
+                                      WorkerMemoryError)
+from grpo_debug.server.prompts import register_trigger_prompts as _register_trigger_prompts
+from grpo_debug.server.prompts import register_triage_prompt as _register_triage_prompt
 from grpo_debug.server.paths import CLIENT_ROOTS, PathNotAllowed, client_roots, default_roots, resolve_path
 from grpo_debug.server.schemas import OptStr, argument_errors, compact_schema, shallow_schema
 from grpo_debug.skills.symptoms import SYMPTOMS
@@ -98,8 +100,8 @@ def _guard(tool: str) -> Iterator[None]:
     only 'Error executing tool X'); the traceback goes to the server log."""
     try:
         yield
-    except (ToolError, Cancelled, KeyboardInterrupt, SystemExit, GeneratorExit):
-        raise
+    except (ToolError, Cancelled, MemoryError, KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise  # a MemoryError is the worker's to answer (server/workers.py: 'the input needed more than N MB')
     except BaseException as e:  # noqa: BLE001 - a native library's panic (pyo3 PanicException) included
         log.exception("tool %s failed", tool)
         msg = str(e).replace("\n", " ")
@@ -107,17 +109,30 @@ def _guard(tool: str) -> Iterator[None]:
                         "please report this with the input)") from None
 
 
-async def _heavy(pool: HeavyPool, tool: str, fn):
-    """Run a heavy tool's synchronous body in the pool (bounded concurrency, queue, deadline, cancellation),
-    in a copy of the caller's context (the client's roots travel with it)."""
-    ctx = contextvars.copy_context()
+def _with_roots(roots: tuple, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with the client's declared roots readable (in a worker process or thread)."""
+    token = CLIENT_ROOTS.set(roots)
     try:
-        return await pool.run(lambda: ctx.run(fn))
+        return fn(*args, **kwargs)
+    finally:
+        CLIENT_ROOTS.reset(token)
+
+
+async def _heavy(pool: HeavyPool, tool: str, fn, *args, progress=None, **kwargs):
+    """Run a heavy tool's synchronous body ``fn(*args, **kwargs)`` in the pool (bounded concurrency, queue,
+    deadline, cancellation; a worker process when ``fn`` is a module-level function and the arguments pickle),
+    the client's roots travelling with it; ``progress`` reaches ``fn`` as its ``progress=`` keyword."""
+    if not args and not kwargs and getattr(fn, "__name__", "") == "<lambda>":  # a closure: a thread, in context
+        fn, args = contextvars.copy_context().run, (fn,)
+    try:
+        return await pool.run(_with_roots, CLIENT_ROOTS.get(), fn, *args, progress=progress, **kwargs)
     except Busy as e:
         raise ToolError(f"{tool}: {e}") from None
     except DeadlineExceeded as e:
         raise ToolError(f"{tool} {e} (the server's per-call deadline, ${TIMEOUT_ENV}); "
                         "give a smaller input, e.g. the part of the log around the first error") from None
+    except WorkerMemoryError as e:
+        raise ToolError(f"{tool}: {e}") from None
 
 
 #: Where a `path` may point, in the tools' argument descriptions (kept short: tools/list stays under 16 kB).
@@ -129,6 +144,9 @@ class _Inputs:
 
     def __init__(self, roots: list[Path], base: str) -> None:
         self.roots, self.base = roots, base
+
+    def __getstate__(self) -> dict:
+        return {"roots": self.roots, "base": self.base}  # sent to worker processes without the pool
 
     def confined(self, value: str, arg: str, kind: Literal["file", "dir", "any"] = "file") -> str:
         """``value`` resolved inside the allowed roots (the server's, plus the roots the client declared), or a
@@ -256,7 +274,7 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_a
     from grpo_debug.server.run_tools import register_run_tools
 
     register_run_tools(server, inputs, _guard, _heavy, READ_ONLY)  # plot, compare_runs (server/run_tools.py)
-    _register_suggest(server)
+    _register_suggest(server, inputs)
     _register_explain_rule(server)
     _register_resources(server)
     _register_triage_prompt(server)
@@ -269,16 +287,8 @@ def _register_family(server: MCPServer, inputs: _Inputs, spec: FamilySpec) -> No
     """One family tool (``tools/families``' catalogue): an ``operation`` enum plus text, path and gpu."""
     family = spec.name
 
-    def body(operation, text, path, gpu):
-        with _guard(family):
-            text, path = inputs.text_or_path(text, path, required=False)
-            try:
-                return bound_family(run_family(family, operation, text=text, path=path, gpu=_opt(gpu)))
-            except (FamilyError, InputError) as e:
-                raise ToolError(str(e)) from None
-
     async def tool(operation, text="", path="", gpu=""):
-        return await _heavy(inputs.pool, family, lambda: body(operation, text, path, gpu))
+        return await _heavy(inputs.pool, family, _family_job, inputs, family, operation, text, path, gpu)
 
     # real annotation objects (this module uses postponed annotations, which cannot see the operations)
     tool.__annotations__ = {
@@ -292,6 +302,16 @@ def _register_family(server: MCPServer, inputs: _Inputs, spec: FamilySpec) -> No
     }
     tool.__name__ = family
     server.tool(name=family, title=spec.title, description=spec.description, annotations=READ_ONLY)(tool)
+
+
+def _family_job(inputs: _Inputs, family: str, operation, text, path, gpu) -> FamilyReport:
+    """The body of one family tool (in a worker process)."""
+    with _guard(family):
+        text, path = inputs.text_or_path(text, path, required=False)
+        try:
+            return bound_family(run_family(family, operation, text=text, path=path, gpu=_opt(gpu)))
+        except (FamilyError, InputError) as e:
+            raise ToolError(str(e)) from None
 
 
 _VERSIONS_DOC = "The run's versions, e.g. verl=0.9.0,deepspeed=0.19.5; `host` adds the server's installed ones."
@@ -372,17 +392,20 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         large files report progress notifications (bytes done / bytes total, at most ~10 a second) to clients
         that sent a progress token."""
         progress = _progress_reporter(ctx, "reading the log", "log read; analysing it (rules, detectors, ranking)")
-        return await _heavy(inputs.pool, "triage", lambda: _triage_sync(text, path, max_findings, progress, versions))
+        return await _heavy(inputs.pool, "triage", _triage_job, inputs, text, path, max_findings, versions,
+                            progress=progress)
 
-    def _triage_sync(text, path, max_findings, progress, versions) -> TriageResult:
-        with _guard("triage"):
-            text, path = inputs.text_or_path(text, path, required=True, kind="any")  # a run folder too
-            versions = _check_versions(versions)
-            try:
-                return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress,
-                                           versions=versions))
-            except InputError as e:
-                raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from e
+
+def _triage_job(inputs: _Inputs, text, path, max_findings, versions, progress=None) -> TriageResult:
+    """The body of ``triage`` (in a worker process): confinement, then the engine, then the answer budget."""
+    with _guard("triage"):
+        text, path = inputs.text_or_path(text, path, required=True, kind="any")  # a run folder too
+        versions = _check_versions(versions)
+        try:
+            return bound_triage(triage(text=text, path=path, max_findings=max_findings, progress=progress,
+                                       versions=versions))
+        except InputError as e:
+            raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from e
 
 
 def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
@@ -396,18 +419,20 @@ def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
         path: Annotated[OptStr, Field(description=f"A config or script file to read instead, {WHERE}.")] = "",
         versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
     ) -> TriageResult:
-        return await _heavy(inputs.pool, "check_config", lambda: _check_sync(text, path, versions))
+        return await _heavy(inputs.pool, "check_config", _check_job, inputs, text, path, versions)
 
-    def _check_sync(text, path, versions) -> TriageResult:
-        from grpo_debug.tools.check_config import ConfigParseError, check_config
 
-        with _guard("check_config"):
-            text, path = inputs.text_or_path(text, path, required=True)
-            versions = _check_versions(versions)
-            try:
-                return bound_triage(check_config(text=text, path=path, versions=versions))
-            except (InputError, ConfigParseError) as e:
-                raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from None
+def _check_job(inputs: _Inputs, text, path, versions) -> TriageResult:
+    """The body of ``check_config`` (in a worker process)."""
+    from grpo_debug.tools.check_config import ConfigParseError, check_config
+
+    with _guard("check_config"):
+        text, path = inputs.text_or_path(text, path, required=True)
+        versions = _check_versions(versions)
+        try:
+            return bound_triage(check_config(text=text, path=path, versions=versions))
+        except (InputError, ConfigParseError) as e:
+            raise ToolError(f"`{'text' if text is not None else 'path'}`: {e}") from None
 
 
 def _register_probe_host(server: MCPServer, inputs: _Inputs, ray_address: str | None) -> None:
@@ -432,34 +457,50 @@ def _register_probe_host(server: MCPServer, inputs: _Inputs, ray_address: str | 
         if cluster and not ray_address:
             raise ToolError("`cluster`: this server has no Ray cluster configured; its owner starts it with "
                             f"`grpo-debug serve --ray-address HEAD:6379` (or sets {RAY_ADDRESS_ENV})")
-        return await _heavy(inputs.pool, "probe_host",
-                            lambda: _probe_sync(numerics, checkpoint, tokenizer, stop, estimate, cluster))
-
-    def _probe_sync(numerics, checkpoint, tokenizer, stop, estimate, cluster) -> ProbeResult:
-        with _guard("probe_host"):
-            checkpoint_p = inputs.confined(checkpoint, "checkpoint", "dir") if checkpoint else None
-            tokenizer_p = inputs.confined(tokenizer, "tokenizer", "any") if tokenizer else None
-            if stop is not None:
-                if len(stop) > 100 or any(len(x) > 1000 for x in stop):
-                    raise ToolError("`stop`: at most 100 stop strings of at most 1000 characters each")
-            if estimate is not None:
-                estimate = _check_estimate(estimate, inputs.confined)
-            try:
-                return bound_probe(run_probe(numerics=numerics, checkpoint=checkpoint_p, tokenizer=tokenizer_p,
-                                             stop=stop, estimate=estimate, ray_address=ray_address if cluster else None))
-            except (TypeError, ValueError) as e:  # an unknown or ill-typed estimator argument
-                raise ToolError(f"`estimate`: {e}") from None
+        return await _heavy(inputs.pool, "probe_host", _probe_job, inputs, numerics, checkpoint, tokenizer, stop,
+                            estimate, ray_address if cluster else None)
 
 
-def _register_suggest(server: MCPServer) -> None:
-    """The ``suggest`` tool: which tool, operation and rules fit a question."""
+def _probe_job(inputs: _Inputs, numerics, checkpoint, tokenizer, stop, estimate, ray_address) -> ProbeResult:
+    """The body of ``probe_host`` (in a worker process); ``ray_address`` only when the client asked for it."""
+    with _guard("probe_host"):
+        checkpoint_p = inputs.confined(checkpoint, "checkpoint", "dir") if checkpoint else None
+        tokenizer_p = inputs.confined(tokenizer, "tokenizer", "any") if tokenizer else None
+        if stop is not None:
+            if len(stop) > 100 or any(len(x) > 1000 for x in stop):
+                raise ToolError("`stop`: at most 100 stop strings of at most 1000 characters each")
+        if estimate is not None:
+            estimate = _check_estimate(estimate, inputs.confined)
+        try:
+            return bound_probe(run_probe(numerics=numerics, checkpoint=checkpoint_p, tokenizer=tokenizer_p,
+                                         stop=stop, estimate=estimate, ray_address=ray_address))
+        except (TypeError, ValueError) as e:  # an unknown or ill-typed estimator argument
+            raise ToolError(f"`estimate`: {e}") from None
+
+
+#: Characters of a `suggest` text that are read (a question needs no more; 12 MiB took 103 s); the answer says so.
+SUGGEST_MAX_CHARS = 64 * 1024
+
+
+def _register_suggest(server: MCPServer, inputs: _Inputs) -> None:
+    """The ``suggest`` tool: which tool, operation and rules fit a question (in the pool, with its deadline)."""
     @server.tool(name="suggest", title="Which tool for this question",
                  description="Route a free-text question or symptom description to the tools, operations, rules "
                              "and prompts to try. Use when unsure where to start.", annotations=READ_ONLY)
-    def suggest_tool(text: Annotated[str, Field(description="The question, symptom words or a pasted log.")]) -> Suggestion:
+    async def suggest_tool(text: Annotated[str, Field(description="The question, symptom words or a pasted log.")]) -> Suggestion:
         with _guard("suggest"):
             _check_text(text)
-            return suggest(text)
+        return await _heavy(inputs.pool, "suggest", _suggest_job, text[:SUGGEST_MAX_CHARS], len(text))
+
+
+def _suggest_job(text: str, given: int) -> Suggestion:
+    """The body of ``suggest`` over at most SUGGEST_MAX_CHARS characters; ``given``: the length the client sent."""
+    with _guard("suggest"):
+        out = suggest(text)
+        if given > len(text):
+            out.summary += (f" (only the first {len(text)} of the {given} characters given were read; for a whole "
+                            "log use `triage`)")
+        return out
 
 
 def _register_explain_rule(server: MCPServer) -> None:
@@ -514,55 +555,6 @@ def _register_resources(server: MCPServer) -> None:
                          description="The Agent Skill: when and how to use grpo-debug.", mime_type="text/markdown")
         def skill_md() -> str:
             return skill.read_text(encoding="utf-8")
-
-
-def _register_triage_prompt(server: MCPServer) -> None:
-    """The ``triage_log`` prompt: the triage flow step by step."""
-    @server.prompt(name="triage_log", title="Triage a training log",
-                   description="Diagnose a GRPO/PPO training log step by step with the triage tool.")
-    def triage_log(log: Annotated[str, Field(description="The training log (or config / launch script).")]) -> str:
-        runs = [len(r) for r in re.findall(r"`{3,}", log)]  # one linear pass, not a growing search
-        fence = "`" * max(3, max(runs, default=0) + 1)
-        return (
-            "Diagnose this RL post-training log with grpo-debug.\n\n"
-            "1. Call the `triage` tool with `text` set to the log below (or `path` if it is a file on the "
-            "server's machine).\n"
-            "2. Read `summary` and the top finding: its `symptom`, `confidence` and `title`.\n"
-            "3. Verify the evidence: each `evidence[].line` is a 1-based line of the log; check that those "
-            "lines say what the finding claims. If they do not, move to the next finding.\n"
-            "4. For the first cause, call `explain_rule` with its `rule_id` to see the mechanism and how "
-            "well its sources are verified.\n"
-            "5. Apply the `fix` (and `patch`, if any) as a concrete change to the named option, key or flag; "
-            "say what you changed and why, then run the `next_checks`.\n"
-            "If there are no findings, report `coverage` (what was not understood) and ask for the first "
-            "error, the launch command and the per-step metric lines.\n\n"
-            f"{fence}\n{log}\n{fence}\n"
-        )
-
-
-def _register_trigger_prompts(server: MCPServer) -> None:
-    """One guided flow per seed trigger group (skills/flows.yaml, the same steps as SKILL.md), e.g. debug_nan:
-    triage on the evidence first, then the trigger's own steps, then the rule page and the exact change."""
-    from grpo_debug.skills.flows import flow_steps, flows
-    from grpo_debug.skills.knowledge import triggers
-
-    phrases: dict[str, list[str]] = {}
-    for t in triggers():
-        if t.prompt:
-            phrases.setdefault(t.prompt, []).append(t.phrase)
-    for name, flow in flows().items():
-        said = ", ".join(phrases.get(name, [])) or flow.title
-
-        def make(name=name, said=said):
-            def prompt(details: str = "") -> str:
-                steps = "\n".join(f"{i}. {s}" for i, s in enumerate(flow_steps(name), 1))
-                return (f"The user reports: {said}. Diagnose it with grpo-debug.\n{steps}\n\n"
-                        f"Details from the user:\n{details}")
-            prompt.__name__ = name
-            return prompt
-
-        server.prompt(name=name, title=name.replace("_", " ").capitalize(),
-                      description=f"Guided flow for: {said}.")(make())
 
 
 def _register_completion_and_logging(server: MCPServer) -> None:

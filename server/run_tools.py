@@ -33,7 +33,7 @@ def _register_plot(server, inputs, guard, heavy, annotations) -> None:
         metrics: Annotated[list[str], Field(description="Default: the canonical ones.",
                                             max_length=12)] = [],  # noqa: B006 - the SDK copies defaults
     ) -> list[TextContent | ImageContent]:
-        return await heavy(inputs.pool, "plot", lambda: _plot(inputs, guard, text, path, metrics))
+        return await heavy(inputs.pool, "plot", _plot, inputs, guard, text, path, metrics)  # by reference: a worker process
 
 
 def _plot(inputs, guard, text, path, metrics) -> list[TextContent | ImageContent]:
@@ -62,7 +62,7 @@ def _register_compare(server, inputs, guard, heavy, annotations) -> None:
         a: Annotated[OptStr, Field(description="A path (file, store, folder) or pasted text.")] = "",
         b: Annotated[OptStr, Field(description="Run B likewise; omit when `a` is a paste of both.")] = "",
     ) -> CompareResult:
-        return await heavy(inputs.pool, "compare_runs", lambda: _compare(inputs, guard, a, b))
+        return await heavy(inputs.pool, "compare_runs", _compare, inputs, guard, a, b)
 
 
 def _side(inputs, value: str, arg: str) -> dict:
@@ -76,8 +76,9 @@ def _side(inputs, value: str, arg: str) -> dict:
 
 
 def _compare(inputs, guard, a: str, b: str):
+    from grpo_debug.server.budget import MAX_ANSWER_BYTES
     from grpo_debug.tools.errors import InputError
-    from grpo_debug.tools.rundir.compare import compare_runs
+    from grpo_debug.tools.rundir.compare import bound_compare, compare_runs
 
     with guard("compare_runs"):
         if not a:
@@ -86,6 +87,6 @@ def _compare(inputs, guard, a: str, b: str):
         if b:
             kw |= {f"b_{k}": v for k, v in _side(inputs, b, "b").items()}
         try:
-            return compare_runs(**kw)
+            return bound_compare(compare_runs(**kw), MAX_ANSWER_BYTES)  # redacted by compare_runs, then cut
         except InputError as e:
             raise ToolError(f"compare_runs: {e}") from None
