@@ -14,12 +14,22 @@ STREAM_THRESHOLD = 16 * 2**20  # bytes: larger files (and every .gz/.zst) are st
 
 def is_compressed(p: Path) -> bool:
     """True for a gzip or zstd file (by its magic bytes)."""
-    try:
-        with p.open("rb") as fh:
-            magic = fh.read(4)
-    except OSError:
-        return False
+    from grpo_debug.tools import safefs
+
+    magic = safefs.head(p, 4)
     return magic[:2] == b"\x1f\x8b" or magic == b"\x28\xb5\x2f\xfd"
+
+
+def _first(fh, n: int) -> bytes:
+    """The first ``n`` bytes of a safefs.SafeFile, read in 1 MiB pieces."""
+    chunks, got = [], 0
+    while got < n:
+        b = fh.read(min(1 << 20, n - got))
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
 
 
 def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, str, list[str], str | None]:
@@ -34,6 +44,8 @@ def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, s
     skipped: list[str] = []
     hint = None
     if path is not None:
+        from grpo_debug.tools import safefs
+
         p = Path(path).expanduser()
         if not p.exists():
             raise InputError(f"{p}: no such file; give the path of an existing log, config or launch script")
@@ -42,9 +54,11 @@ def read_input(text: str | None, path: str | os.PathLike | None) -> tuple[str, s
         if not p.is_file():
             raise InputError(f"{p} is not a regular file (device or pipe); save the log to a file first")
         try:
-            size = p.stat().st_size
-            with p.open("rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES)
+            with safefs.open_file(p) as fh:
+                size = fh.size
+                data = fh.read_all(MAX_INPUT_BYTES) if size <= MAX_INPUT_BYTES else _first(fh, MAX_INPUT_BYTES)
+        except safefs.Refused as e:
+            raise InputError(f"{p}: {e.why}; give a regular file (save the log to a file first)") from e
         except OSError as e:
             raise InputError(f"{p}: cannot read: {e.strerror or e}") from e
         if size > MAX_INPUT_BYTES:

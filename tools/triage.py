@@ -374,8 +374,9 @@ def streamable(path: str | os.PathLike) -> Path | None:
     if not (p.is_file() and (p.stat().st_size > STREAM_THRESHOLD or is_compressed(p))):
         return None
     if not is_compressed(p):
-        with p.open("rb") as fh:
-            head = fh.read(65536)
+        from grpo_debug.tools import safefs
+
+        head = safefs.head(p, 65536)
         why = refuse_binary(head, sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27)), str(p))
         if why:
             raise InputError(why)

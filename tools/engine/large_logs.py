@@ -111,26 +111,27 @@ def open_stream(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int]:
 
 def _open(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int, io.BufferedReader | None]:
     """(decompressed stream, size on disk, the compressed file under it or None for a plain file)."""
+    from grpo_debug.tools import safefs
+
     p = os.fspath(path)
-    size = os.path.getsize(p)
-    with open(p, "rb") as fh:
-        magic = fh.read(4)
+    sf = safefs.open_file(p)  # one open, no link followed, regular files only (a FIFO never blocks here)
+    size, magic = sf.size, sf.head(4)
+    raw = sf.fileobj()
     if magic[:2] == b"\x1f\x8b":
         from grpo_debug.tools.engine.gzip_stream import GzipMembers
 
-        raw = open(p, "rb")
         return GzipMembers(raw), size, raw  # (gzip.GzipFile drops the last read's data of a cut file)
     if magic == b"\x28\xb5\x2f\xfd":
         try:
             import zstandard
         except ImportError as e:
+            raw.close()
             raise ValueError(f"{p} is zstd-compressed; pip install zstandard to read it (or decompress it first)") from e
         from grpo_debug.tools.engine.zstd_frames import CheckedZstd, truncation
 
-        raw = open(p, "rb")
         problem = truncation(raw)  # the reader ends a cut file silently: the headers say whether it is whole
         return CheckedZstd(zstandard.ZstdDecompressor().stream_reader(raw), problem), size, raw
-    return open(p, "rb"), size, None
+    return raw, size, None
 
 
 def _line_pids(eng: _Engine, active: list[int], chunk: bytes, limit: int | None) -> tuple[dict[int, set[int]], bool]:
@@ -543,7 +544,15 @@ def read_lines(source, offsets: list[int]) -> dict[int, bytes]:
     """The lines that start at ``offsets`` of ``source`` (a path, or a seekable binary stream); offset -> raw line."""
     if source is None or not offsets:
         return {}
-    fh = open(source, "rb") if isinstance(source, (str, bytes, os.PathLike)) else source
+    if isinstance(source, (str, bytes, os.PathLike)):
+        from grpo_debug.tools import safefs
+
+        try:
+            fh = safefs.open_file(os.fsdecode(source)).fileobj()
+        except OSError:  # gone or swapped for a link since it was scanned: its lines are not cited
+            return {}
+    else:
+        fh = source
     try:
         out = {}
         for off in sorted(set(offsets)):

@@ -72,12 +72,13 @@ def sniff_dir(path: str, names: list[str] | None = None) -> str | None:
     from .tfevents import is_event_file
     from .textstores import is_ds_csv
 
+    from grpo_debug.tools import safefs
+
     if names is None:
-        try:
-            names = os.listdir(path)
-        except OSError:
-            return None
-    files = [n for n in names if os.path.isfile(os.path.join(path, n)) and not os.path.islink(os.path.join(path, n))]
+        names = [e.name for e in safefs.regular_files(path, 20_000)]
+        files = names
+    else:
+        files = [n for n in names if safefs.kind(os.path.join(path, n)) == "file"]
     if any(n.endswith(".wandb") for n in files) and first_bytes(
             os.path.join(path, next(n for n in files if n.endswith(".wandb"))), 4) == b":W&B":
         return "wandb"
@@ -91,20 +92,17 @@ def sniff_dir(path: str, names: list[str] | None = None) -> str | None:
     return None
 
 
-def _inside(path: str, root_real: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
-
-
 def find_stores(folder: str, max_depth: int = 6, max_files: int = 20000, notes: list[str] | None = None) -> list[StoreRef]:
     """Metric stores under folder, depth-first in name order. Bounded by max_depth folders down and
-    max_files directory entries looked at; what the bounds or symlinks left out goes to `notes` if given."""
+    max_files directory entries looked at; folders are listed through tools.safefs (no link followed, a
+    symlinked file or folder is a note); what the bounds or links left out goes to `notes` if given."""
+    from grpo_debug.tools import safefs
+
     notes = [] if notes is None else notes
     folder = os.path.abspath(folder)
-    if os.path.isfile(folder):
+    if safefs.kind(folder) == "file" or (os.path.isfile(folder) and not os.path.isdir(folder)):
         kind = sniff_file(folder)
         return [StoreRef(folder, kind)] if kind else []
-    root_real = os.path.realpath(folder)
     out: list[StoreRef] = []
     seen = [0]
 
@@ -112,7 +110,14 @@ def find_stores(folder: str, max_depth: int = 6, max_files: int = 20000, notes: 
         if seen[0] > max_files:
             return
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            entries = safefs.scandir(d, max_files + 1 - seen[0])
+        except safefs.Refused as e:
+            if "entries" in e.why:
+                notes.append(f"stopped at {d}: more than max_files={max_files} entries looked at")
+                seen[0] = max_files + 1
+            else:
+                notes.append(f"cannot list {d} ({e.why})")
+            return
         except OSError as e:
             notes.append(f"cannot list {d} ({e.strerror})")
             return
@@ -121,30 +126,28 @@ def find_stores(folder: str, max_depth: int = 6, max_files: int = 20000, notes: 
             seen[0] = max_files + 1
             return
         seen[0] += len(entries)
-        kind = sniff_dir(d, [e.name for e in entries])
+        kind = sniff_dir(d, [e.name for e in entries if e.kind == "file"])
         if kind:
             out.append(StoreRef(d, kind))
             if kind != "tensorboard":
                 return
         for e in entries:
-            p = e.path
-            if e.is_symlink():
-                if e.is_dir() or not _inside(p, root_real):
-                    notes.append(f"symlink {p} not followed ({'folder' if e.is_dir() else 'points outside ' + folder})")
-                    continue
-            if e.is_dir(follow_symlinks=False):
+            if e.kind == "link":
+                notes.append(f"symlink {e.path} not followed")
+            elif e.kind == "dir":
                 if e.name in _SKIP_DIRS:
                     continue
                 if depth >= max_depth:
-                    notes.append(f"{p} not searched (max_depth={max_depth})")
+                    notes.append(f"{e.path} not searched (max_depth={max_depth})")
                     continue
-                walk(p, depth + 1)
-            elif e.is_file():  # beside TensorBoard files too (a verl output folder holds both)
+                walk(e.path, depth + 1)
+            elif e.kind == "file":  # beside TensorBoard files too (a verl output folder holds both)
                 fk = _file_kind(e)
                 if fk:
-                    out.append(StoreRef(p, fk))
+                    out.append(StoreRef(e.path, fk))
 
-    walk(folder, 0)
+    with safefs.anchored(folder):
+        walk(folder, 0)
     return out
 
 
@@ -164,22 +167,29 @@ def read_store(path: str, limits: Limits | None = None, **bounds) -> list[StoreR
     store (or is a TensorBoard log folder, whose sub-folders may be runs too) is searched with find_stores
     and every store found is read; the search's notes go to the first run's notes. bounds: Limits fields
     (max_bytes, max_points, max_console)."""
+    from grpo_debug.tools import safefs
+
     limits = limits or Limits(**bounds)
     if os.path.isdir(path):
-        kind = sniff_dir(path)
-        if kind and kind != "tensorboard":  # a TensorBoard log folder may hold run sub-folders too
-            return _read(path, kind, limits)
-        notes: list[str] = []
-        runs = []
-        for ref in find_stores(path, notes=notes):
-            runs += _read(ref.path, ref.kind, limits)
-        if notes and runs:
-            runs[0].notes += [f"search: {n}" for n in notes]
-        return runs
+        with safefs.anchored(path):
+            return _read_folder(path, limits)
     kind = sniff_file(path)
     if kind is None:
         return []
     return _read(path, kind, limits)
+
+
+def _read_folder(path: str, limits: Limits) -> list[StoreRun]:
+    kind = sniff_dir(path)
+    if kind and kind != "tensorboard":  # a TensorBoard log folder may hold run sub-folders too
+        return _read(path, kind, limits)
+    notes: list[str] = []
+    runs = []
+    for ref in find_stores(path, notes=notes):
+        runs += _read(ref.path, ref.kind, limits)
+    if notes and runs:
+        runs[0].notes += [f"search: {n}" for n in notes]
+    return runs
 
 
 def _read(path: str, kind: str, limits: Limits) -> list[StoreRun]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 
-from .base import FLOAT_MAX, Limits, Sink, StoreRun, bounded_lines, open_sqlite_ro, parse_scalar
+from .base import FLOAT_MAX, Limits, Sink, StoreRun, bounded_lines, check_tables, open_sqlite_ro, parse_scalar
 
 _STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 
@@ -41,6 +41,7 @@ def read_mlflow_sqlite(path: str, limits: Limits) -> list[StoreRun]:
     con, note = open_sqlite_ro(path)
     name = os.path.basename(path)
     try:
+        check_tables(con, ("runs", "params", "tags", "metrics"))
         runs = {}
         cols = {r[1] for r in con.execute('PRAGMA table_info("runs")')}
         sel = ", ".join(c if c in cols else "NULL" for c in
@@ -63,13 +64,16 @@ def _params(con, runs: dict, path: str) -> None:
         r = runs.get(uuid)
         if r is not None:
             r.config[key.replace("/", ".")] = parse_scalar(value)
+    import sqlite3
+
     try:
         for key, value, uuid in con.execute("SELECT key, value, run_uuid FROM tags"):
             r = runs.get(uuid)
             if r is not None:
                 r.summary.setdefault("tags", {})[key] = value
-    except Exception:  # noqa: BLE001 - a store without a tags table
-        pass
+    except sqlite3.OperationalError as e:  # a store without a tags table; an interrupted query is said
+        if "interrupt" in str(e) and runs:
+            next(iter(runs.values())).notes.append(f"tags not read ({e})")
 
 
 def _metrics(con, runs: dict, name: str, limits: Limits) -> None:
@@ -101,16 +105,19 @@ def _metrics(con, runs: dict, name: str, limits: Limits) -> None:
 
 
 def is_mlflow_run_dir(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "meta.yaml")) and os.path.isdir(os.path.join(path, "metrics"))
+    from grpo_debug.tools import safefs
+
+    return safefs.kind(os.path.join(path, "meta.yaml")) == "file" and safefs.kind(os.path.join(path, "metrics")) == "dir"
 
 
 def read_mlflow_files(run_dir: str, limits: Limits) -> StoreRun:
     run = StoreRun(source=run_dir, kind="mlflow", run_id=os.path.basename(run_dir.rstrip("/")))
+    from grpo_debug.tools import safefs
+
     try:
         from grpo_debug.tools.engine.documents import load_yaml  # the safe loader: no alias bombs, no tags
 
-        with open(os.path.join(run_dir, "meta.yaml"), encoding="utf-8") as f:
-            meta = load_yaml(f.read(4 * 2**20)) or {}
+        meta = load_yaml(safefs.read_bytes(os.path.join(run_dir, "meta.yaml"), 4 << 20).decode("utf-8", "replace")) or {}
         run.summary.update({"run_name": meta.get("run_name"), "status": _STATUS.get(meta.get("status"), meta.get("status")),
                             "start_time": meta.get("start_time"), "end_time": meta.get("end_time"),
                             "experiment_id": meta.get("experiment_id"), "lifecycle_stage": meta.get("lifecycle_stage")})
@@ -118,31 +125,52 @@ def read_mlflow_files(run_dir: str, limits: Limits) -> StoreRun:
         run.notes.append(f"meta.yaml unreadable ({type(e).__name__}: {e})")
     sink = Sink(run, limits)
     for key, fpath in _walk_keys(os.path.join(run_dir, "metrics"), run):
-        _metric_file(key, fpath, run_dir, sink, limits)
+        try:
+            _metric_file(key, fpath, run_dir, sink, limits)
+        except OSError as e:
+            run.notes.append(f"metrics/{key}: {getattr(e, 'why', None) or e.strerror or e}")
     sink.close()
-    for key, fpath in _walk_keys(os.path.join(run_dir, "params"), run):
-        with open(fpath, encoding="utf-8", errors="replace") as f:
-            run.config[key.replace("/", ".")] = parse_scalar(f.read(1 << 16))
-    for key, fpath in _walk_keys(os.path.join(run_dir, "tags"), run):
-        with open(fpath, encoding="utf-8", errors="replace") as f:
-            run.summary.setdefault("tags", {})[key] = f.read(1 << 16)
+    for sub, into in (("params", None), ("tags", "tags")):
+        for key, fpath in _walk_keys(os.path.join(run_dir, sub), run):
+            try:
+                value = safefs.read_bytes(fpath, 1 << 16).decode("utf-8", "replace")
+            except OSError as e:
+                run.notes.append(f"{sub}/{key}: {getattr(e, 'why', None) or e.strerror or e}")
+                continue
+            if into is None:
+                run.config[key.replace("/", ".")] = parse_scalar(value)
+            else:
+                run.summary.setdefault(into, {})[key] = value
     return run
 
 
-def _walk_keys(root: str, run: StoreRun):
-    if not os.path.isdir(root):
-        return
-    for dirpath, dirnames, filenames in os.walk(root):
-        for d in list(dirnames):
-            if os.path.islink(os.path.join(dirpath, d)):
-                dirnames.remove(d)
-                run.notes.append(f"symlinked folder {os.path.join(dirpath, d)} not followed")
-        for fn in sorted(filenames):
-            p = os.path.join(dirpath, fn)
-            if os.path.islink(p):
-                run.notes.append(f"symlinked file {p} not read")
+def _walk_keys(root: str, run: StoreRun, max_entries: int = 20_000):
+    """(key, path) of each regular file under ``root`` (a metrics/params/tags folder), in name order; links,
+    FIFOs and devices are notes, never opened; at most ``max_entries`` entries looked at."""
+    from grpo_debug.tools import safefs
+
+    stack, seen = [root], 0
+    while stack:
+        d = stack.pop()
+        try:
+            entries = safefs.scandir(d, max_entries)
+        except OSError as e:
+            if safefs.kind(d) != "missing":
+                run.notes.append(f"{os.path.relpath(d, os.path.dirname(root))}: {getattr(e, 'why', None) or e.strerror or e}")
+            continue
+        seen += len(entries)
+        if seen > max_entries:
+            run.notes.append(f"{os.path.basename(root)}: more than {max_entries} entries; the rest not read")
+            return
+        stack += [e.path for e in reversed(entries) if e.kind == "dir"]  # os.walk's order: files, then folders
+        for e in entries:
+            rel = os.path.relpath(e.path, os.path.dirname(root))
+            if e.kind == "dir":
                 continue
-            yield os.path.relpath(p, root).replace(os.sep, "/"), p
+            if e.kind == "file":
+                yield os.path.relpath(e.path, root).replace(os.sep, "/"), e.path
+            else:
+                run.notes.append(f"{rel}: {'a symbolic link; not followed' if e.kind == 'link' else 'not a regular file; not read'}")
 
 
 def _metric_file(key: str, fpath: str, run_dir: str, sink: Sink, limits: Limits) -> None:

@@ -24,30 +24,39 @@ import json
 import math
 import os
 
-from .base import Limits, Sink, StoreRun, as_number, bounded_lines, bump, count_note, flatten, parse_scalar
+from .base import (Limits, Sink, StoreRun, TooManyKeys, as_number, bounded_lines, bump, count_note, flatten,
+                   parse_scalar)
 
-WHOLE_FILE_MAX = 256 << 20
+WHOLE_FILE_MAX = 64 << 20  # a whole-file JSON read (trainer_state.json of a long run is a few MB)
 
 _TS_CONFIG = ("train_batch_size", "logging_steps", "max_steps", "num_train_epochs", "save_steps", "eval_steps")
 
 
 def _read_whole(path: str, limits: Limits, run: StoreRun) -> bytes | None:
     """A whole JSON file, or None (with a note) when it is over WHOLE_FILE_MAX or max_bytes."""
-    size = os.path.getsize(path)
+    from grpo_debug.tools import safefs
+
     cap = min(limits.max_bytes, WHOLE_FILE_MAX)
-    if size > cap:
-        run.notes.append(f"{os.path.basename(path)}: {size} bytes, over the {cap}-byte bound for a whole-file read; not read")
+    try:
+        return safefs.read_bytes(path, cap)
+    except OSError as e:
+        run.notes.append(f"{os.path.basename(path)}: {getattr(e, 'why', None) or e.strerror or e}")
         return None
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def sniff_verl_line(line: bytes) -> bool:
     try:
         d = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(d, dict) and "step" in d and isinstance(d.get("data"), dict)
+
+
+def _step_of(v) -> float:
+    """A record's step: an int or a float that is a whole number (verl logs ints); anything else raises."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise TypeError(f"step is {type(v).__name__}")
+    return float(v)
 
 
 def read_verl_jsonl(path: str, limits: Limits) -> StoreRun:
@@ -61,13 +70,15 @@ def read_verl_jsonl(path: str, limits: Limits) -> StoreRun:
             continue
         try:
             d = json.loads(line)
-            step, data = d["step"], d["data"]
+            step, data = _step_of(d["step"]), d["data"]
             if not isinstance(data, dict):
                 raise TypeError("data is not an object")
-        except (ValueError, KeyError, TypeError) as e:
-            bad.append((n, type(e).__name__))
+            flat = flatten(data, sep="/", max_keys=limits.max_record_keys)
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
+            bad.append((n, "too many keys" if isinstance(e, TooManyKeys) else
+                        "nested too deep" if isinstance(e, RecursionError) else str(e)[:60] or type(e).__name__))
             continue
-        for k, v in flatten(data, sep="/").items():
+        for k, v in flat.items():
             if v is None:
                 nulls += 1
                 v = math.nan
@@ -94,15 +105,16 @@ def read_trainer_state(path: str, limits: Limits) -> StoreRun:
         return run
     try:
         state = json.loads(data)
-    except ValueError as e:
-        run.notes.append(f"{name} does not parse as JSON ({e}); nothing read")
+    except (ValueError, RecursionError) as e:
+        run.notes.append(f"{name} does not parse as JSON ({str(e)[:80] or 'nested too deep'}); nothing read")
         return run
     if not isinstance(state, dict):
         run.notes.append(f"{name} is not a JSON object; nothing read")
         return run
     sink, skipped, nostep = Sink(run, limits), {}, 0
     for i, entry in enumerate(state.get("log_history") or []):
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), (int, float)):
+        if (not isinstance(entry, dict) or isinstance(entry.get("step"), bool)
+                or not isinstance(entry.get("step"), (int, float)) or not math.isfinite(entry["step"])):
             nostep += 1
             continue
         for k, v in entry.items():
@@ -125,31 +137,37 @@ def read_trainer_state(path: str, limits: Limits) -> StoreRun:
 
 
 def is_ds_csv(path: str) -> bool:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.readline().strip().split(",")
-    except OSError:
-        return False
+    from .base import first_bytes
+
+    head = first_bytes(path, 4096).split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
     return len(head) == 2 and head[0] == "step" and bool(head[1])
 
 
 def read_deepspeed_csv(path: str, limits: Limits) -> StoreRun:
     """A csv_monitor job folder (every step,<name> csv in it), or one such csv file."""
     run = StoreRun(source=path, kind="deepspeed_csv")
+    from grpo_debug.tools import safefs
+
     if os.path.isdir(path):
-        files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".csv")
-                       and not os.path.islink(os.path.join(path, n)))
+        entries = [e for e in safefs.scandir(path, 20_000) if e.name.endswith(".csv")]
+        for e in entries:
+            if e.kind != "file":
+                run.notes.append(f"{e.name}: {'a symbolic link' if e.kind == 'link' else 'not a regular file'}; not read")
+        files = [e.path for e in entries if e.kind == "file"]
     else:
         files = [path]
     sink = Sink(run, limits)
     for fp in files:
         base = os.path.basename(fp)
-        if base == "deepspeed_config.csv":
-            _ds_config(fp, run, limits)
-        elif is_ds_csv(fp):
-            _ds_series(fp, run, sink, limits)
-        else:
-            run.notes.append(f"{base}: not a step,<value> csv; not read")
+        try:
+            if base == "deepspeed_config.csv":
+                _ds_config(fp, run, limits)
+            elif is_ds_csv(fp):
+                _ds_series(fp, run, sink, limits)
+            else:
+                run.notes.append(f"{base}: not a step,<value> csv; not read")
+        except OSError as e:  # one unreadable file is a note; the others are read
+            run.notes.append(f"{base}: {getattr(e, 'why', None) or e.strerror or e}")
     sink.close()
     return run
 
@@ -165,6 +183,8 @@ def _ds_series(fp: str, run: StoreRun, sink: Sink, limits: Limits) -> None:
             continue
         try:
             step, value = float(row[0]), float(row[1])
+            if not math.isfinite(step):
+                raise ValueError(row[0])
         except (ValueError, IndexError):
             bad += 1
             continue

@@ -32,6 +32,7 @@ from .base import Limits, Sink, StoreRun, bump, count_note
 from .wire import WireError, crc32c_is_native, f32, f64, iter_fields, masked_crc32c, packed, text
 
 CRC_BUDGET = 8 << 20
+MAX_RECORD = 16 << 20  # a record longer than this (an image or graph, never a scalar) is skipped by seeking
 _NUMERIC = {1: ("<f", 4), 2: ("<d", 8), 3: ("<i", 4), 4: ("<B", 1), 5: ("<h", 2), 6: ("<b", 1),
             9: ("<q", 8), 10: ("<?", 1), 19: ("<e", 2)}
 _EVENT_KINDS = {3: "file_version", 4: "graph_def", 6: "log_message", 7: "session_log",
@@ -45,13 +46,17 @@ def is_event_file(name: str) -> bool:
 
 def read_tensorboard(path: str, limits: Limits) -> StoreRun:
     """A single event file, or a folder: all event files directly in it, as one run."""
+    from grpo_debug.tools import safefs
+
+    run = StoreRun(source=path, kind="tensorboard")
     if os.path.isdir(path):
-        files = sorted(os.path.join(path, n) for n in os.listdir(path)
-                       if is_event_file(n) and os.path.isfile(os.path.join(path, n))
-                       and not os.path.islink(os.path.join(path, n)))
+        entries = [e for e in safefs.scandir(path, 20_000) if is_event_file(e.name)]
+        for e in entries:
+            if e.kind != "file":
+                run.notes.append(f"{e.name}: {'a symbolic link' if e.kind == 'link' else 'not a regular file'}; not read")
+        files = [e.path for e in entries if e.kind == "file"]
     else:
         files = [path]
-    run = StoreRun(source=path, kind="tensorboard")
     best: dict[tuple[str, float], tuple[tuple, float, str]] = {}
     skipped: dict[str, int] = {}
     for order, f in enumerate(files):
@@ -69,13 +74,16 @@ def read_tensorboard(path: str, limits: Limits) -> StoreRun:
 
 
 def _read_file(path, order, limits, run, best, skipped) -> None:
+    from grpo_debug.tools import safefs
+
     name = os.path.basename(path)
     try:
-        size = os.path.getsize(path)
-        f = open(path, "rb")
+        sf = safefs.open_file(path)
     except OSError as e:
-        run.notes.append(f"{name}: cannot open ({e})")
+        run.notes.append(f"{name}: cannot open ({getattr(e, 'why', None) or e.strerror or e})")
         return
+    size = sf.size
+    f = sf.fileobj()
     verify_all = crc32c_is_native()
     with f:
         pos = rec = 0
@@ -93,6 +101,16 @@ def _read_file(path, order, limits, run, best, skipped) -> None:
             if masked_crc32c(head[:8]) != struct.unpack("<I", head[8:])[0]:
                 run.notes.append(f"{name}: corrupt length CRC at byte {pos} (record {rec}); rest ignored")
                 return
+            if pos + 16 + length > size:
+                run.notes.append(f"{name}: truncated final record at byte {pos} (record {rec} declares {length} "
+                                 f"bytes, past the end of the {size}-byte file); rest ignored")
+                return
+            if length > MAX_RECORD:
+                f.seek(length + 4, 1)
+                bump(skipped, f"records over {MAX_RECORD >> 20} MiB (not scalars)")
+                pos += 16 + length
+                rec += 1
+                continue
             data = f.read(length)
             tail = f.read(4)
             if len(data) < length or len(tail) < 4:

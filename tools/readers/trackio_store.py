@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import os
 
-from .base import Limits, Sink, StoreRun, as_number, bump, count_note, flatten, open_sqlite_ro, sqlite_tables
+from .base import (Limits, Sink, StoreRun, as_number, bump, check_tables, count_note, flatten, open_sqlite_ro,
+                   sqlite_tables)
 
 
 def is_trackio(tables: dict[str, list[str]]) -> bool:
@@ -26,6 +27,7 @@ def read_trackio(path: str, limits: Limits) -> list[StoreRun]:
     con, note = open_sqlite_ro(path)
     name = os.path.basename(path)
     try:
+        check_tables(con, ("metrics", "configs", "system_metrics"))
         tables = sqlite_tables(con)
         idcol = "run_id" if "run_id" in tables.get("metrics", []) else "run_name"
         runs: dict[str, StoreRun] = {}
@@ -66,8 +68,10 @@ def read_trackio(path: str, limits: Limits) -> list[StoreRun]:
 def _config(r: StoreRun, cfg) -> None:
     try:
         data = json.loads(cfg.decode() if isinstance(cfg, bytes) else cfg)
-    except (ValueError, AttributeError) as e:
-        r.notes.append(f"configs row unreadable ({e})")
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+    except (ValueError, AttributeError, RecursionError) as e:
+        r.notes.append(f"configs row unreadable ({str(e)[:80]})")
         return
     for k, v in data.items():
         if str(k).startswith("_"):
@@ -81,10 +85,12 @@ def _config(r: StoreRun, cfg) -> None:
 def _row(sink: Sink, rowid, step, blob, where: str, skipped: dict) -> None:
     try:
         data = json.loads(blob.decode() if isinstance(blob, bytes) else blob)
-    except (ValueError, AttributeError):
+        flat = flatten(data, sep="/", max_keys=sink.limits.max_record_keys)
+        step = float(step)
+    except (ValueError, AttributeError, TypeError, RecursionError):
         bump(skipped, "unparseable row")
         return
-    for k, v in flatten(data, sep="/").items():
+    for k, v in flat.items():
         x = as_number(v)
         if x is None:
             bump(skipped, type(v).__name__)

@@ -36,20 +36,27 @@ from .base import Limits, Sink, StoreRun, as_number, bump, count_note, flatten
 from .wire import WireError, as_signed64, crc32c, f64, iter_fields, text, zigzag
 
 BLOCK, HEADER = 32768, 7
+MAX_RECORD = 16 << 20
 _NUM_START = set("-0123456789NI")
 _RECORD_NAMES = {6: "files", 7: "stats", 8: "artifact", 9: "tbrecord", 10: "alert", 11: "telemetry",
                  20: "final", 21: "header", 22: "footer", 23: "preempting", 24: "noop_link_artifact",
                  25: "use_artifact", 26: "environment", 27: "output_logger", 100: "request"}
 
 
+CONSOLE_MAX = 64 << 20  # files/output.log read into the store's console up to this; a longer one is streamed as a log
+SUMMARY_MAX = 16 << 20  # wandb-summary.json (a final summary is KBs)
+
+
 def wandb_files(run_dir: str) -> list[str]:
-    return sorted(os.path.join(run_dir, n) for n in os.listdir(run_dir)
-                  if n.endswith(".wandb") and os.path.isfile(os.path.join(run_dir, n)))
+    """The regular run-*.wandb files of a run folder (links, FIFOs and devices left out)."""
+    from grpo_debug.tools import safefs
+
+    return [e.path for e in safefs.regular_files(run_dir, 20_000) if e.name.endswith(".wandb")]
 
 
 def iter_chunks(f, size: int, limits: Limits, notes: list[str], name: str):
     """Yield (record bytes, offset of its first chunk) from a .wandb file positioned after its header."""
-    pos, parts, start, orphans = HEADER, None, 0, 0
+    pos, parts, start, orphans, held = HEADER, None, 0, 0, 0
     while pos < size:
         if pos >= limits.max_bytes:
             notes.append(f"{name}: stopped at byte {pos} of {size} (max_bytes {limits.max_bytes})")
@@ -82,10 +89,14 @@ def iter_chunks(f, size: int, limits: Limits, notes: list[str], name: str):
             parts = None
             yield data, pos
         elif typ == 2:
-            parts, start = [data], pos
+            parts, start, held = [data], pos, len(data)
         elif parts is not None:
             parts.append(data)
-            if typ == 4:
+            held += len(data)
+            if held > MAX_RECORD:  # a record spanning more than MAX_RECORD bytes is no metric record; dropped
+                notes.append(f"{name}: record at byte {start} longer than {MAX_RECORD >> 20} MiB; skipped")
+                parts = None
+            elif typ == 4:
                 yield b"".join(parts), start
                 parts = None
         else:
@@ -135,13 +146,15 @@ def read_wandb(path: str, limits: Limits) -> StoreRun:
 
 
 def _read_log(log: str, st: _State, limits: Limits) -> None:
+    from grpo_debug.tools import safefs
+
     name = os.path.basename(log)
     try:
-        size = os.path.getsize(log)
-        f = open(log, "rb")
+        sf = safefs.open_file(log)
     except OSError as e:
-        st.run.notes.append(f"{name}: cannot open ({e})")
+        st.run.notes.append(f"{name}: cannot open ({getattr(e, 'why', None) or e.strerror or e})")
         return
+    size, f = sf.size, sf.fileobj()
     with f:
         head = f.read(HEADER)
         if len(head) < HEADER or head[:4] != b":W&B":
@@ -355,34 +368,56 @@ def _console(run: StoreRun, st: _State, run_dir: str, limits: Limits) -> None:
         if st.out["output"] and st.out["output_raw"]:
             run.notes.append("console from output records; output_raw records not used (same stream)")
     else:
-        log = os.path.join(run_dir, "files", "output.log")
-        if os.path.isfile(log) and not os.path.islink(log):
-            with open(log, "rb") as f:
-                data = f.read(limits.max_bytes)
-            lines = data.decode("utf-8", "replace").splitlines()
-            run.notes.append("console read from files/output.log (no output records in the log)")
+        lines = _output_log(run, os.path.join(run_dir, "files", "output.log"), limits)
     if len(lines) > limits.max_console:
         run.notes.append(f"console: kept the last {limits.max_console} of {len(lines)} lines")
         lines = lines[-limits.max_console:]
     run.console = lines
 
 
+def _output_log(run: StoreRun, log: str, limits: Limits) -> list[str]:
+    """files/output.log as console lines when it is at most CONSOLE_MAX bytes; a longer one is left for the
+    folder's log reader (StoreRun.console_file: streamed like any big log, never loaded whole)."""
+    from grpo_debug.tools import safefs
+
+    k = safefs.kind(log)
+    if k == "missing":
+        return []
+    if k != "file":
+        run.notes.append(f"files/output.log: {'a symbolic link' if k == 'link' else 'not a regular file'}; not read")
+        return []
+    try:
+        with safefs.open_file(log) as f:
+            if f.size > CONSOLE_MAX:
+                run.console_file = log
+                run.notes.append(f"files/output.log: {f.size} bytes, streamed as a log")
+                return []
+            data = f.read_all(CONSOLE_MAX)
+    except OSError as e:
+        run.notes.append(f"files/output.log: {getattr(e, 'why', None) or e.strerror or e}")
+        return []
+    run.notes.append("console read from files/output.log (no output records in the log)")
+    return data.decode("utf-8", "replace").splitlines()
+
+
 def _side_files(run: StoreRun, run_dir: str) -> None:
+    from grpo_debug.tools import safefs
+
     files = os.path.join(run_dir, "files")
     summ = os.path.join(files, "wandb-summary.json")
-    if os.path.isfile(summ) and not os.path.islink(summ):
+    if safefs.kind(summ) != "missing":
         try:
-            with open(summ, encoding="utf-8") as f:
-                run.summary.update(json.load(f))
-        except (OSError, ValueError) as e:
-            run.notes.append(f"files/wandb-summary.json unreadable ({e})")
+            data = json.loads(safefs.read_bytes(summ, SUMMARY_MAX))
+            if isinstance(data, dict):
+                run.summary.update(data)
+        except (OSError, ValueError, RecursionError) as e:
+            run.notes.append(f"files/wandb-summary.json unreadable ({getattr(e, 'why', None) or str(e)[:100]})")
     cfg = os.path.join(files, "config.yaml")
-    if os.path.isfile(cfg) and not os.path.islink(cfg):
+    if safefs.kind(cfg) != "missing":
         try:
             from grpo_debug.tools.engine.documents import load_yaml  # the safe loader: no alias bombs, no tags
 
-            with open(cfg, encoding="utf-8") as f:
-                data = load_yaml(f.read(4 * 2**20)) or {}
+            data = load_yaml(safefs.read_bytes(cfg, 4 * 2**20).decode("utf-8", "replace")) or {}
             for k, v in flatten(_unwrap(data)).items():
                 run.config.setdefault(k, v)
         except Exception as e:  # noqa: BLE001 - a bad side file is a note, the log was read

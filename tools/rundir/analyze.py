@@ -95,12 +95,15 @@ def merge_path(path: str, rules=None, limits=None, progress=None):
     p = os.path.abspath(os.path.expanduser(os.fspath(path)))
     if not os.path.exists(p):
         raise InputError(f"{path}: no such file or folder")
+    from grpo_debug.tools import safefs
+
     lim = limits or Limits()
-    inv = _inventory(p, lim)
-    m = Merged(ctx=empty_context(), skipped=list(inv.skipped))
-    merge_texts(m, inv, rules or default_rules(), lim, progress)
-    merge_stores(m, inv, progress)
-    attach_run(m, p)
+    with safefs.anchored(p if os.path.isdir(p) else os.path.dirname(p)):  # no link below the folder is followed
+        inv = _inventory(p, lim)
+        m = Merged(ctx=empty_context(), skipped=list(inv.skipped))
+        merge_texts(m, inv, rules or default_rules(), lim, progress)
+        merge_stores(m, inv, progress)
+        attach_run(m, p)
     if not m.files:
         why = "; ".join(m.skipped[:3])
         raise InputError(f"{path}: no console log, config, launch script or metric store found (looked for "

@@ -62,11 +62,6 @@ class Inventory:
         return os.path.basename(self.root) if r == "." else r
 
 
-def _inside(path: str, root_real: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
-
-
 def _owned(stores) -> tuple[set[str], set[str]]:
     """(folders, files) a store reads itself: not read again as text."""
     dirs, files = set(), set()
@@ -75,9 +70,10 @@ def _owned(stores) -> tuple[set[str], set[str]]:
         if os.path.isdir(p) and ref.kind != "tensorboard":
             dirs.add(p)
         elif os.path.isdir(p):
+            from grpo_debug.tools import safefs
             from grpo_debug.tools.readers.tfevents import is_event_file
 
-            files |= {os.path.join(p, n) for n in os.listdir(p) if is_event_file(n)}
+            files |= {os.path.join(p, n) for n in safefs.listdir(p, 20_000) if is_event_file(n)}
         else:
             files |= {p, p + "-wal", p + "-shm", p + "-journal"}
     return dirs, files
@@ -98,9 +94,11 @@ def role_of(name: str) -> str | None:
 
 
 def _looks_binary(path: str) -> bool:
+    from grpo_debug.tools import safefs
+
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
+        with safefs.open_file(path) as fh:
+            head = fh.head(4096)
     except OSError:
         return True
     if head[:2] == b"\x1f\x8b" or head[:4] == b"\x28\xb5\x2f\xfd":
@@ -109,8 +107,9 @@ def _looks_binary(path: str) -> bool:
     return b"\x00" in head or ctrl > len(head) // 20
 
 
-def _take(inv: Inventory, path: str, name: str, lim: Limits, owned_files: set[str]) -> None:
-    """Classify one file of the walk into ``inv`` (a text input, or a skipped note)."""
+def _take(inv: Inventory, entry, lim: Limits, owned_files: set[str]) -> None:
+    """Classify one regular file of the walk (a safefs.Entry) into ``inv`` (a text input, or a skipped note)."""
+    path, name, size = entry.path, entry.name, entry.size
     ap = os.path.abspath(path)
     if ap in owned_files:
         return
@@ -119,11 +118,6 @@ def _take(inv: Inventory, path: str, name: str, lim: Limits, owned_files: set[st
     if role is None:
         if name.lower() in NOT_RUN_FILES:
             inv.skipped.append(f"{rel}: checkpoint/tokenizer file, not the run's log or config")
-        return
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        inv.skipped.append(f"{rel}: cannot stat ({e.strerror})")
         return
     if role != "log" and size > lim.max_file_bytes:
         inv.skipped.append(f"{rel}: {size >> 20} MiB {role} is larger than {lim.max_file_bytes >> 20} MiB")
@@ -136,40 +130,43 @@ def _take(inv: Inventory, path: str, name: str, lim: Limits, owned_files: set[st
 
 def find_inputs(folder: str, limits: Limits | None = None) -> Inventory:
     """Everything under ``folder`` worth reading (see the module docstring)."""
+    from grpo_debug.tools import safefs
     from grpo_debug.tools.readers import find_stores
 
     lim = limits or Limits()
     folder = os.path.abspath(folder)
     inv = Inventory(root=folder)
     notes: list[str] = []
-    inv.stores = find_stores(folder, max_depth=lim.max_depth, max_files=lim.max_entries, notes=notes)
-    inv.skipped += [n.replace(folder + os.sep, "") for n in notes]
-    owned_dirs, owned_files = _owned(inv.stores)
-    root_real = os.path.realpath(folder)
+    owned_dirs: set[str] = set()
+    owned_files: set[str] = set()
     seen = [0]
 
     def walk(d: str, depth: int) -> None:
         try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
+            entries = safefs.scandir(d, lim.max_entries + 1 - seen[0])
         except OSError as e:
-            inv.skipped.append(f"{inv.rel(d)}: cannot list ({e.strerror})")
+            why = getattr(e, "why", None) or e.strerror
+            inv.skipped.append(f"{inv.rel(d)}: " + (f"not searched (more than {lim.max_entries} entries looked at)"
+                                                    if "entries" in str(why) else f"cannot list ({why})"))
             return
         seen[0] += len(entries)
-        if seen[0] > lim.max_entries:
-            inv.skipped.append(f"{inv.rel(d)}: not searched (more than {lim.max_entries} entries looked at)")
-            return
         for e in entries:
-            if e.is_symlink() and (e.is_dir() or not _inside(e.path, root_real)):
-                continue  # find_stores' notes already name it
-            if e.is_dir(follow_symlinks=False):
+            if e.kind == "dir":
                 if e.name in SKIP_DIRS or e.name == "mlruns" or os.path.abspath(e.path) in owned_dirs:
                     continue
                 if depth < lim.max_depth:
                     walk(e.path, depth + 1)
-            elif e.is_file():
-                _take(inv, e.path, e.name, lim, owned_files)
+            elif e.kind == "file":
+                _take(inv, e, lim, owned_files)
+            elif e.kind == "other" and role_of(e.name):
+                inv.skipped.append(f"{inv.rel(e.path)}: not a regular file (a FIFO, socket or device); not read")
+            # links: find_stores' notes already name them
 
-    walk(folder, 0)
+    with safefs.anchored(folder):
+        inv.stores = find_stores(folder, max_depth=lim.max_depth, max_files=lim.max_entries, notes=notes)
+        inv.skipped += [n.replace(folder + os.sep, "") for n in notes]
+        owned_dirs, owned_files = _owned(inv.stores)
+        walk(folder, 0)
     order = {"config": 0, "script": 1, "log": 2}
     inv.texts.sort(key=lambda t: (order[t.role], t.rel))
     if len(inv.texts) > lim.max_files:
