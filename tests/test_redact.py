@@ -147,3 +147,63 @@ def test_redact_is_idempotent_and_linear_on_hostile_text():
     for hostile in ("a." * 200_000 + "://", "token" * 100_000 + ":", "x: " + "a " * 150_000, "machine " * 50_000):
         redact(hostile)
     assert time.perf_counter() - t0 < 5
+
+
+# ---- the outputs: probe, compare_runs ---------------------------------------------------------------------
+
+def test_probe_output_is_redacted_in_json_and_text(monkeypatch, capsys):
+    from grpo_debug.server.cli import main
+
+    secrets = {"RAY_CLIENT_AUTH": _value(), "VLLM_PASSWD": _value(), "NCCL_IB_PASS": _value(),
+               "SGLANG_CREDENTIALS": _value(), f"VLLM_{_random_word()}_PASS": _value()}
+    for k, v in secrets.items():
+        monkeypatch.setenv(k, v)
+    pw = _value()
+    monkeypatch.setenv("RAY_ADDRESS", f"ray://user:{pw}@head:10001")
+    assert main(["probe", "--format", "json"]) == 0
+    as_json = capsys.readouterr().out
+    assert main(["probe"]) == 0
+    as_text = capsys.readouterr().out
+    for out in (as_json, as_text):
+        assert not any(v in out for v in [*secrets.values(), pw])
+    assert "ray://user:***@head:10001" in as_json and '"probe.env.NCCL_IB_PASS": "***"' in as_json
+
+
+def _secret_run(lr: str, seed: int, filler: str) -> str:
+    rnd = random.Random(seed)
+    launch = (f"python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.optim.lr={lr} "
+              f"+custom.api_key=k{seed}{filler[:6]}x9 trainer.project_name=ray://me:pw{seed}secret@head:1 "
+              + " ".join(f"+custom.k{i}={filler}{i}" for i in range(200)))
+    rows = [f"step:{s} - actor/grad_norm:{1 + 0.02 * rnd.random():.4f} - m{'x' * 3000}:{rnd.random():.3f}"
+            for s in range(1, 31)]
+    return "\n".join([launch, *rows])
+
+
+def test_compare_runs_is_redacted_and_bounded():
+    from grpo_debug.tools.rundir.compare import bound_compare, compare_runs
+
+    res = compare_runs(a_text=_secret_run("1e-6", 1, "a" * 20_000), b_text=_secret_run("1e-5", 2, "b" * 20_000))
+    full = res.model_dump_json()
+    assert "pw1secret" not in full and "pw2secret" not in full and "k1aaaaaax9" not in full
+    row = next(d for d in res.config_diff if d["key"].endswith("api_key"))
+    assert row["a"] == row["b"] == "***"
+    assert res.truncated  # 20k-character values were cut before redaction
+    small = bound_compare(res, 28_000)
+    assert len(small.model_dump_json()) <= 28_000 and small.truncated and "(truncated:" in small.summary
+    assert small.config_diff[0]["key"] == "lr"  # the rows that matter come first and stay
+
+
+@pytest.mark.anyio
+async def test_mcp_compare_runs_answer_is_bounded_and_redacted(tmp_path):
+    from mcp import Client
+
+    from grpo_debug.server.app import build_server
+
+    (tmp_path / "a.log").write_text(_secret_run("1e-6", 1, "a" * 50_000))
+    (tmp_path / "b.log").write_text(_secret_run("1e-5", 2, "b" * 50_000))
+    async with Client(build_server(allowed_roots=[tmp_path])) as c:
+        r = await c.call_tool("compare_runs", {"a": str(tmp_path / "a.log"), "b": str(tmp_path / "b.log")})
+    assert not r.is_error
+    body = r.content[0].text
+    assert len(body) < 40_000 and r.structured_content["truncated"] is True
+    assert "pw1secret" not in body and "k1aaaaaax9" not in body and "truncated" in r.structured_content["summary"]

@@ -87,4 +87,14 @@ def run_probe(*, numerics: bool = False, device: str = "cpu", force: bool = Fals
         parts.append((out.cluster or {}).get("summary", "cluster: no answer"))
     n = len(out.findings)
     out.summary = "; ".join(parts) + (f". {n} finding(s) from the host facts." if host else ".")
-    return out
+    return redact_probe(out)
+
+
+def redact_probe(res: ProbeResult) -> ProbeResult:
+    """``res`` with every secret (tools/redact.py) redacted in every field: the host's environment variables
+    (RAY_CLIENT_AUTH, VLLM_PASSWD, the password in RAY_ADDRESS=ray://user:pw@...), the cluster's address, the
+    reports' texts and the findings' evidence. The rules have already read the real values; the text and JSON
+    views (CLI and MCP) are built from the redacted result."""
+    from grpo_debug.tools.redact import redact_mapping
+
+    return ProbeResult.model_validate(redact_mapping(res.model_dump(mode="json")))

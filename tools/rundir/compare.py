@@ -48,6 +48,7 @@ class CompareResult(BaseModel):
     only_in_a: list[str] = Field(default_factory=list, description="Findings of A that B lacks.")
     only_in_b: list[str] = Field(default_factory=list, description="Findings of B that A lacks.")
     method: str = ""
+    truncated: bool = Field(False, description="Long values or lists were cut to bound the answer (see summary).")
 
 
 def split_two_runs(text: str) -> tuple[str, str] | None:
@@ -170,6 +171,7 @@ def compare_analyses(A, B) -> CompareResult:
                         only_in_a=[v for k, v in fa.items() if k not in fb], only_in_b=[v for k, v in fb.items() if k not in fa],
                         method=f"diverged: |A-B| > {K:g} x max step-to-step noise (1.4826 x median |r(t)-r(t-1)|, "
                                f"floor 1% of median |r|) for {SUSTAIN} common steps in a row")
+    res = redact_compare(res)  # before the summary, which quotes config values
     res.summary = _summary(res, len(div))
     return res
 
@@ -213,3 +215,55 @@ def compare_runs(a_text: str | None = None, a_path: str | None = None, b_text: s
     else:
         A, B = analyze(text=a_text, path=a_path), analyze(text=b_text, path=b_path)
     return compare_analyses(A, B)
+
+
+#: Longest string kept before redaction (a secret cut later at the answer's clip is already masked).
+_PRE_CLIP = 4000
+
+
+def redact_compare(res: CompareResult) -> CompareResult:
+    """``res`` with every secret (tools/redact.py) redacted: config values, labels, findings, metric names.
+    Strings above 4000 characters are cut first (redaction is linear but a 17 MB value is not worth it) and
+    the answer says so in ``truncated``."""
+    from grpo_debug.tools.redact import redact_mapping
+
+    data = res.model_dump(mode="json")
+    data, cut = _clip_all(data, _PRE_CLIP, 10_000)
+    out = CompareResult.model_validate(redact_mapping(data))
+    out.truncated = out.truncated or cut
+    return out
+
+
+def _clip_all(x: Any, n: int, items: int) -> tuple[Any, bool]:
+    """Every string of a JSON-like value cut to ``n`` characters and every list to ``items`` items."""
+    if isinstance(x, str):
+        return (x[: n - 1] + "\u2026", True) if len(x) > n else (x, False)
+    if isinstance(x, dict):
+        pairs = [(k, _clip_all(v, n, items)) for k, v in x.items()]
+        return {k: v for k, (v, _) in pairs}, any(c for _, (_, c) in pairs)
+    if isinstance(x, list):
+        vals = [_clip_all(v, n, items) for v in x[:items]]
+        return [v for v, _ in vals], len(x) > items or any(c for _, c in vals)
+    return x, False
+
+
+def bound_compare(res: CompareResult, max_bytes: int, max_chars: int = 300, max_items: int = 30) -> CompareResult:
+    """``res`` cut to an answer of at most ``max_bytes`` of JSON: strings to ``max_chars``, lists to
+    ``max_items``, then divergence rows, config rows and findings from the end until it fits; ``truncated`` and
+    the summary's end say so. The summary itself is kept (clipped to 4 x max_chars)."""
+    data = res.model_dump(mode="json")
+    summary = data.pop("summary")
+    data, cut = _clip_all(data, max_chars, max_items)
+    data["summary"] = summary if len(summary) <= 4 * max_chars else summary[: 4 * max_chars - 1] + "\u2026"
+    cut |= data["summary"] != summary
+    out = CompareResult.model_validate(data)
+    for name in ("divergence", "config_diff", "only_in_b", "only_in_a"):
+        seq = getattr(out, name)
+        while seq and len(out.model_dump_json()) > max_bytes - 120:
+            seq.pop()
+            cut = True
+    if cut:
+        out.truncated = True
+        out.summary += " (truncated: long values and lists were cut to bound the answer; compare with the CLI " \
+                       "`grpo-debug compare` for all of it)"
+    return out
