@@ -207,3 +207,37 @@ async def test_mcp_compare_runs_answer_is_bounded_and_redacted(tmp_path):
     body = r.content[0].text
     assert len(body) < 40_000 and r.structured_content["truncated"] is True
     assert "pw1secret" not in body and "k1aaaaaax9" not in body and "truncated" in r.structured_content["summary"]
+
+
+# ---- edits never touch a line that holds a secret -------------------------------------------------------
+
+DS_SECRET = """{
+  "train_micro_batch_size_per_gpu": 4,
+  "gradient_accumulation_steps": 8,
+  "gradient_clipping": 0.0, "wandb_api_key": "%s",
+  "bf16": {"enabled": true},
+  "fp16": {"enabled": true, "loss_scale": 0}
+}
+"""
+
+
+def test_an_edit_never_rewrites_a_line_that_holds_a_secret(tmp_path, capsys):
+    from grpo_debug.server.cli import main
+    from grpo_debug.tools.check_config import check_config
+
+    key = _value()
+    f = tmp_path / "ds.json"
+    f.write_text(DS_SECRET % key)
+    clean = check_config(text=(DS_SECRET % key).replace(f', "wandb_api_key": "{key}"', ""))
+    assert any(e.line == 4 and "gradient_clipping" in e.key for x in clean.findings for e in x.edits)  # the control
+    res = check_config(path=str(f))
+    edits = [e for x in res.findings for e in x.edits]
+    assert not any(e.line == 4 for e in edits)
+    assert not [ln for ln in res.diff.splitlines() if key in ln and ln[:1] in "+-"]  # context at most
+    held = [e for e in edits if e.line is None and "holds a secret" in e.note]
+    assert held and "gradient_clipping" in held[0].key and "line 4" in held[0].note
+    assert main(["check", str(f), "--fix"]) == 0
+    capsys.readouterr()
+    lines = f.read_text().splitlines()
+    assert lines[3] == f'  "gradient_clipping": 0.0, "wandb_api_key": "{key}",'  # untouched, secret intact
+    assert '"enabled": false' in lines[5]  # the other edits were written

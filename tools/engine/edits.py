@@ -9,6 +9,8 @@ What a rule's patch may do to a given input (:func:`rule_patch`):
   ``slime.rollout.forge_load.generate_rollout`` for a slime script, Relax's ``relax.engine...`` for a Relax
   one); a module path of another framework is never written, nor a non-dotted key the input does not set
   into an input whose framework the rule does not name;
+- secrets: a line that holds a secret (tools/redact.py) is never rewritten nor used as an anchor; the edit
+  comes as text to set by hand (answers show such a line redacted: an applied answer would write ``***``);
 - direction: ``bounds`` say how a value may move (``min``: raise to at least, ``max``: lower to at most,
   ``set``); an edit never moves a value against its rule (a mem fraction of 0.5 is not raised to 0.7
   by a rule that says lower it).
@@ -23,6 +25,7 @@ from grpo_debug.tools.engine.facts import Fact, FactSet, detect_frameworks
 from grpo_debug.tools.engine.normalize import Line
 from grpo_debug.tools.engine.placement import add_key, yaml_scalar
 from grpo_debug.tools.models import Edit
+from grpo_debug.tools.redact import holds_secret
 
 # detect_frameworks' names -> the names rules use in applies_to / patch_by_framework
 _FRAMEWORK_NAMES = {"verl": {"verl"}, "deepspeed": {"deepspeed"}, "slime/relax": {"slime", "relax"},
@@ -204,6 +207,14 @@ def _target(key: str, fs: FactSet) -> Fact | None:
     return f
 
 
+def _secret_line_edit(key: str, new: Any, no: int, fs: FactSet, by_no: dict[int, Line]) -> Edit:
+    """The edit for a key whose line holds a secret (tools/redact.py): never a rewrite of that line (answers
+    show it redacted, so an applied answer would write the redaction into the file); the setting as text."""
+    text = add_key(key, new, fs, by_no, text_only=True) or f"{key}={_py(new)}"
+    return Edit(key=key, line=None, new=text if isinstance(text, str) else f"{key}={_py(new)}",
+                note=f"line {no} holds a secret and is never rewritten; set this on it yourself")
+
+
 def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line] | dict[int, Line]) -> list[Edit]:
     """Exact edits for ``patch`` against the input: rewrite the line that sets a key, or add the key where
     the input's syntax needs it. Several keys on one line give one edit (its ``key`` names them all)."""
@@ -217,6 +228,9 @@ def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line]
         if f is not None and f.line in by_no:
             if f.value == new:
                 continue  # already set as the fix asks
+            if holds_secret(by_no[f.line].raw):
+                loose.append(_secret_line_edit(key, new, f.line, fs, by_no))
+                continue
             orig, cur, keys, note = now.get(f.line) or (by_no[f.line].raw.rstrip("\r\n"),) * 2 + ([], "")
             changed = _edit_existing(f, new, cur)
             if changed is None or changed == cur:
@@ -228,6 +242,9 @@ def edits_for_patch(patch: dict[str, Any] | None, fs: FactSet, lines: list[Line]
             now[f.line] = (orig, changed, keys + [f.key], note)
             continue
         placed = add_key(key, new, fs, by_no)
+        if isinstance(placed, tuple) and holds_secret(by_no[placed[0]].raw):
+            loose.append(_secret_line_edit(key, new, placed[0], fs, by_no))
+            continue
         if isinstance(placed, tuple):
             no, added = placed
             orig, cur, keys, _ = now.get(no) or (by_no[no].raw.rstrip("\r\n"),) * 2 + ([], "")
