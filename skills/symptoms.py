@@ -24,4 +24,5 @@ SYMPTOMS: dict[str, str] = {
     "compile_cache_error": "torch.compile / inductor / engine compile cache is corrupt or raced",
     "checkpoint_load_error": "weights missing or loaded wrongly at start",
     "config_error": "options that conflict or are invalid; fails at start-up or silently misbehaves",
+    "process_crash": "a process died with an error no other code explains (an unclassified exception, a native signal)",
 }

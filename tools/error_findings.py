@@ -14,11 +14,13 @@ import math
 import re
 
 from grpo_debug.tools.engine.error_classes import BY_NAME, UNKNOWN, ErrorClass
+from grpo_debug.tools.engine.error_classes_crash import COMPILE_CACHE_LOAD
 from grpo_debug.tools.engine.events import Event
 from grpo_debug.tools.engine.match import Context
 from grpo_debug.tools.models import Cause, Evidence, Finding
 
 MAX_ERROR_FINDINGS = 3
+CRASH = "process_crash"  # the symptom of an error that says only that a process died
 _SCORE = {"high": 1.9, "medium": 1.8, "low": 1.0}  # below the weakest rule hit (low confidence + one regex = 2.0)
 _PASTE_NEXT = ("the full traceback, up to and including its last line (the exception type and message)",
                "about 50 lines before the first error, from every process that failed (trainer, rollout server, "
@@ -26,19 +28,6 @@ _PASTE_NEXT = ("the full traceback, up to and including its last line (the excep
                "framework and engine versions (pip list | grep -E 'verl|slime|openrlhf|trl|vllm|sglang|torch|ray|"
                "deepspeed|megatron')",
                "the launch command or config of the run")
-_RAY = re.compile(r"ray::|RayTaskError|/ray/|ActorDied|RayActorError")
-_DIST = re.compile(r"torch/distributed|c10d|nccl|gloo|ProcessGroup", re.I)
-
-
-def _unknown_symptom(ev: Event, ctx: Context) -> str:
-    """The symptom code for an error no class explains: a failure inside a Ray actor is a dead actor, one in
-    torch.distributed a blocked collective; otherwise the run failed on its setup (config_error)."""
-    where = ev.text + " " + str(ev.fields.get("wrapper") or "")
-    if _RAY.search(where):
-        return "ray_actor_died"
-    if _DIST.search(where):
-        return "collective_hang"
-    return "config_error"
 
 
 def _describe(ev: Event) -> str:
@@ -84,28 +73,51 @@ def _finding(cls: ErrorClass, evs: list[Event], symptom: str, by_no: dict) -> Fi
 
 def error_findings(ctx: Context, by_no: dict, findings: list[Finding]) -> list[Finding]:
     """Findings for the classified errors whose symptom no existing finding names (at most
-    MAX_ERROR_FINDINGS, classified classes first), and a non-finite metric fallback when nothing else holds."""
+    MAX_ERROR_FINDINGS, classified classes first), then one ``process_crash`` finding for the errors that say only
+    that a process died (an unclassified exception, a native signal, a dead engine) when nothing else explains
+    them (:func:`crash_finding`), and a non-finite metric fallback when nothing else holds."""
     named = {f.symptom for f in findings}
     groups: dict[tuple[str, str], list[Event]] = {}
     for ev in ctx.events_of("error"):
         cls = BY_NAME.get(ev.fields.get("class"), UNKNOWN)
-        symptom = cls.symptom if cls is not UNKNOWN else _unknown_symptom(ev, ctx)
-        groups.setdefault((cls.name, symptom), []).append(ev)
+        groups.setdefault((cls.name, symptom_of(cls, ev, ctx)), []).append(ev)
     order = sorted(groups.items(), key=lambda kv: (kv[0][0] == UNKNOWN.name, _rank(kv[1]), kv[1][0].line))
     _enrich(findings, order)
     out: list[Finding] = []
+    crashes: list[Event] = []
     for (name, symptom), evs in order:
+        if symptom == CRASH:
+            crashes += evs
+            continue
         if symptom in named or len(out) >= MAX_ERROR_FINDINGS:
             continue
-        if name == UNKNOWN.name and (out or findings or len(groups) > 1):
-            continue  # an unclassified error only when nothing else explains the input
         named.add(symptom)
-        out.append(_finding(BY_NAME.get(name, UNKNOWN), evs, symptom, by_no))
+        f = _finding(BY_NAME.get(name, UNKNOWN), evs, symptom, by_no)
+        _add_context(f, evs[0], by_no)
+        out.append(f)
+    if crashes and not out and not explained(crashes, findings):
+        out.append(crash_finding(sorted(crashes, key=lambda e: e.line), ctx, by_no))
     if not findings and not out:
         nf = _nonfinite(ctx, by_no)
         if nf is not None:
             out.append(nf)
     return out
+
+
+def _add_context(f: Finding, ev: Event, by_no: dict) -> None:
+    """The line an error class cites as context (a compiled graph loaded from the cache before a driver error in a
+    compiled kernel) joins the finding's evidence, and the finding is medium: two signals agree."""
+    n = ev.fields.get("context_line")
+    if n is None or n not in by_no or any(e.line == n for e in f.evidence):
+        return
+    ln = by_no[n]
+    f.evidence.insert(0, Evidence(line=n, text=(ln.text.strip() or ln.raw.strip())[:240], source=ln.source))
+    f.evidence = f.evidence[:8]
+    if f.confidence == "low":
+        f.confidence = "medium"
+        f.score = _SCORE["medium"]
+        for c in f.causes:
+            c.confidence = "medium"
 
 
 def _enrich(findings: list[Finding], order: list) -> None:
@@ -126,6 +138,153 @@ def _rank(evs: list[Event]) -> int:
     """Exceptions before bare error lines; an error-level line before prose that only names the error."""
     ev = evs[0]
     return 0 if ev.fields.get("exc_type") else (1 if ev.fields.get("frames") else 2)
+
+
+# Findings of these symptoms describe a series, not an error: they never explain a crash. A dead actor or a
+# collective timeout follows a crash (the rank that died never reaches the collective): one logged after the crash
+# does not explain it either.
+_SERIES = frozenset({"grad_norm_spike", "loss_plateau", "logprob_mismatch", "reward_zero", "entropy_anomaly",
+                     "length_blowup", "garbled_rollout"})
+_CONSEQUENCES = frozenset({"ray_actor_died", "collective_hang"})
+_KERNEL_CLASSES = frozenset({"compiled_kernel_driver_error", "triton_driver_error"})
+_CACHE_LOAD = re.compile(COMPILE_CACHE_LOAD)
+# driver errors that say the kernel image does not fit this GPU or driver: an artifact built elsewhere (a cache)
+_IMAGE_ERROR = re.compile(r"(?i)kernel image|invalid device function|\bPTX\b|unsupported toolchain|"
+                          r"named symbol not found|invalid source")
+_FRAME_AT = re.compile(r"^(?P<file>.*):(?P<no>\d+) in (?P<func>.*)$")
+# classes whose record says the cause is another error printed before it
+_POINTS_ABOVE = frozenset({"vllm_engine_dead"})
+
+
+def symptom_of(cls: ErrorClass, ev: Event, ctx: Context) -> str:
+    """The symptom of one classified error: the class's own, except that a driver error inside a compiled kernel
+    whose image does not fit, after a line that loaded the compiled graph from a cache, is a compile-cache error.
+    The cache line, when there is one, is kept as ``ev.fields['context_line']`` (cited as evidence)."""
+    if cls.name in _KERNEL_CLASSES:
+        n = _cache_load_before(ctx, ev.line)
+        if n is not None:
+            ev.fields["context_line"] = n
+            head = f"{ev.fields.get('exc_type') or ''}: {ev.fields.get('message') or ''}"
+            if _IMAGE_ERROR.search(head):
+                return "compile_cache_error"
+    return cls.symptom
+
+
+def _cache_load_before(ctx: Context, line: int) -> int | None:
+    """The last line before ``line`` that says a compiled graph was loaded from a cache (vLLM)."""
+    found = None
+    for ln in ctx.lines:
+        if ln.no >= line:
+            break
+        if "Directly load" in ln.text and _CACHE_LOAD.search(ln.text):
+            found = ln.no
+    return found
+
+
+def explained(crashes: list[Event], findings: list[Finding]) -> bool:
+    """Whether another finding already explains the crash records: a medium/high finding of an error symptom (not a
+    series symptom, and not a dead actor or timeout logged after the crash), or any finding citing their lines."""
+    lines = {n for e in crashes for n in e.lines}
+    first = min(e.line for e in crashes)
+    for f in findings:
+        cited = {e.line for e in f.evidence}
+        if cited & lines:
+            return True
+        if f.symptom in _SERIES or f.confidence == "low":
+            continue
+        if f.symptom in _CONSEQUENCES and cited and min(cited) > first:
+            continue
+        return True
+    return False
+
+
+def _root(evs: list[Event]) -> Event:
+    """The error the others follow from: the first exception (type and message) whose class does not say its cause
+    is printed above it, else the first record."""
+    full = [e for e in evs if e.fields.get("exc_type") and e.fields.get("class") not in _POINTS_ABOVE]
+    named = [e for e in evs if e.fields.get("class") not in _POINTS_ABOVE]
+    return (full or named or evs)[0]
+
+
+def _continued(ctx: Context, line: int) -> bool:
+    """Whether training went on after ``line``: a metric line follows it."""
+    return any(n > line for n in ctx.metrics.lines)
+
+
+def _crash_confidence(root: Event, cls: ErrorClass, evs: list[Event], ctx: Context) -> str:
+    """Medium when the process certainly died of it; low when the run went on after it or the record is partial.
+    An unclassified exception is medium only with a second sign of death: a native crash or a dead engine logged
+    with it, or a traceback that reached the interpreter's top level (a ``<module>`` frame)."""
+    if _continued(ctx, max(e.lines[-1] for e in evs)):
+        return "low"
+    if cls is not UNKNOWN:
+        return "medium" if root.fields.get("context_line") else cls.confidence
+    f = root.fields
+    if not (f.get("exc_type") and f.get("message")):
+        return "low"
+    died = any(BY_NAME.get(e.fields.get("class"), UNKNOWN).confidence == "medium" for e in evs if e is not root)
+    top = any(str(fr).endswith(" in <module>") for fr in f.get("frames") or ())
+    return "medium" if died or top else "low"
+
+
+def _frame_line(root: Event, by_no: dict) -> int | None:
+    """The input line of the record's decisive frame (``File "x.py", line N`` / ``x.py:N in f``)."""
+    m = _FRAME_AT.match(root.fields.get("decisive_frame") or "")
+    if not m:
+        return None
+    for n in root.lines:
+        t = by_no[n].text if n in by_no else ""
+        if m.group("file") in t and (f"line {m.group('no')}" in t or f":{m.group('no')}" in t):
+            return n
+    return None
+
+
+def _crash_evidence(root: Event, evs: list[Event], by_no: dict) -> list[Evidence]:
+    nos = [root.fields.get("exc_line") or root.line, _frame_line(root, by_no), root.line,
+           root.fields.get("context_line"), *[e.fields.get("exc_line") or e.line for e in evs if e is not root][:2]]
+    out = []
+    for n in sorted({n for n in nos if n is not None}):
+        if n in by_no:
+            ln = by_no[n]
+            out.append(Evidence(line=n, text=(ln.text.strip() or ln.raw.strip())[:240], source=ln.source))
+    return out[:8]
+
+
+def _crash_fix(root: Event, cls: ErrorClass) -> str:
+    if cls is not UNKNOWN:
+        return f"Check {cls.check}"
+    m = _FRAME_AT.match(root.fields.get("decisive_frame") or "")
+    where = f"{m.group('func')} ({m.group('file').rsplit('/', 1)[-1]}:{m.group('no')})" if m else "the last frame"
+    what = root.fields.get("exc_type") or "the error"
+    return (f"Check what {where} was given when it raised {what}: the values and settings it reads, the lines "
+            f"logged just before the traceback, and the versions of the package it belongs to.")
+
+
+def crash_finding(evs: list[Event], ctx: Context, by_no: dict) -> Finding:
+    """One ``process_crash`` finding for the records that say only that a process died (``evs`` in line order):
+    the root error (:func:`_root`) named with its type, message and decisive frame, the records that followed
+    it, and what to paste next. Confidence medium at most (:func:`_crash_confidence`)."""
+    root = _root(evs)
+    cls = BY_NAME.get(root.fields.get("class"), UNKNOWN)
+    known = cls is not UNKNOWN
+    what = _describe(root)
+    conf = _crash_confidence(root, cls, evs, ctx)
+    later = [e for e in evs if e is not root and e.line > root.line]
+    then = "; then " + "; ".join(_describe(e)[:120] for e in later[:2]) if later else ""
+    if known:
+        why = f"{cls.cause} (error text from {cls.source}){then}"
+    else:
+        why = (f"{what[:200]} ended the process, and no error class of this engine explains it: that a process "
+               f"crashed is certain, why is not; the cause is in the decisive frame or the input it got{then}.")
+    fix = _crash_fix(root, cls)
+    paste = list(_PASTE_NEXT[:3]) if root.fields.get("exc_type") else [
+        "the rest of the traceback, up to its last line (the exception type and message)", *_PASTE_NEXT[1:3]]
+    cause = Cause(rule_id=f"error-class:{cls.name}", title=cls.title, confidence=conf, why=why, fix=fix,
+                  verified=known, matched=[f"{len(evs)} crash record(s)", what[:160]])
+    title = f"{cls.title}: {what}" if known else f"Process crash (unclassified error): {what}"
+    return Finding(symptom=CRASH, title=title[:300], confidence=conf, evidence=_crash_evidence(root, evs, by_no),
+                   causes=[cause], fix=fix, next_checks=[fix] + [f"paste {p}" for p in paste],
+                   sharpen=list(_PASTE_NEXT), score=_SCORE[conf])
 
 
 # a blank run is entered only at its first blank ((?<!\s)\s): linear on long blank runs

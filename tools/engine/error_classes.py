@@ -11,33 +11,11 @@ reads the record; this module only describes the classes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from grpo_debug.tools.engine.error_class_base import ErrorClass
+from grpo_debug.tools.engine.error_classes_crash import crash_classes
 
 _VALIDATION_FRAMES = (r"validate_args|_validate_config|validate_config|check_config|__post_init__|_check_\w+|"
                       r"_validate\w*|parse_args|check_args|_verify_args")
-
-
-@dataclass(frozen=True)
-class ErrorClass:
-    """One kind of error. Regexes are searched (case-sensitive unless they carry ``(?i)``) in:
-    ``types``: the exception type (its last dotted part, and the inner type of a Ray wrapper);
-    ``text``: ``"Type: message"`` of the record (or the error line itself) plus the messages of chained causes;
-    ``frames``: the record's frames (``file:line in func`` and the source line shown under each);
-    ``context``: up to 6 lines before the record. A test left empty always holds."""
-
-    name: str
-    symptom: str
-    title: str
-    cause: str
-    check: str
-    source: str
-    examples: tuple[str, ...]
-    text: str = ""
-    types: str = ""
-    frames: str = ""
-    context: str = ""
-    confidence: str = "medium"
-    line_level: bool = False  # the text alone identifies it on a line without a Python exception
 
 
 def _classes() -> tuple[ErrorClass, ...]:
@@ -129,7 +107,8 @@ def _classes() -> tuple[ErrorClass, ...]:
             # as c10::Error (RuntimeError) and, in newer releases, c10::AcceleratorError (torch.AcceleratorError)
             types=r"^(?:OutOfMemoryError|CudaOutOfMemory|RuntimeError|AcceleratorError)$",
             text=r"CUDA out of memory|(?i:CUDA error: out of memory)|HIP out of memory|OutOfMemoryError|"
-                 r"CUresult error: 2 \(out of memory\)|cudaErrorMemoryAllocation", line_level=True,
+                 r"CUresult error: 2 \(out of memory\)|cudaErrorMemoryAllocation|Triton Error \[CUDA\]: out of memory",
+            line_level=True,
             cause="A GPU allocation failed: the model, activations, optimizer state or the rollout engine's KV cache "
                   "do not fit beside each other.",
             check="the allocator numbers in the message (tried / free / reserved), which worker and step failed, the "
@@ -139,8 +118,10 @@ def _classes() -> tuple[ErrorClass, ...]:
                    "(torch.OutOfMemoryError); Ray wraps it as RayTaskError(OutOfMemoryError); pytorch "
                    "c10/cuda/CUDAException.cpp c10_cuda_check_implementation: 'CUDA error: ' + "
                    "cudaGetErrorString(cudaErrorMemoryAllocation) = 'CUDA error: out of memory' (TORCH_CHECK -> "
-                   "RuntimeError; throw c10::AcceleratorError in newer releases, torch.AcceleratorError)",
+                   "RuntimeError; throw c10::AcceleratorError in newer releases, torch.AcceleratorError); triton-lang/triton "
+                   "third_party/nvidia/backend/driver.c 'Triton Error [CUDA]: %s' with cuGetErrorString's 'out of memory'",
             examples=("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+                      "RuntimeError: Triton Error [CUDA]: out of memory",
                       "RuntimeError: CUDA error: out of memory",
                       "torch.AcceleratorError: CUDA error: out of memory",
                       "ray.exceptions.RayTaskError(OutOfMemoryError): ray::DTensorPolicyWorkerV2.get_logprobs() "
@@ -523,11 +504,11 @@ def _classes() -> tuple[ErrorClass, ...]:
     )
 
 
-CLASSES: tuple[ErrorClass, ...] = _classes()
+CLASSES: tuple[ErrorClass, ...] = _classes() + crash_classes()
 BY_NAME: dict[str, ErrorClass] = {c.name: c for c in CLASSES}
 
 UNKNOWN = ErrorClass(
-    "unclassified", "config_error", "Unclassified error",
+    "unclassified", "process_crash", "Unclassified error",
     cause="An error the engine has no class for yet.",
     check="the lines just before the first error, the full traceback with its last line (the exception), "
           "framework and engine versions, and the launch command.",

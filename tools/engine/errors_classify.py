@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from grpo_debug.tools.engine.error_classes import BY_NAME, CLASSES, UNKNOWN, ErrorClass
+from grpo_debug.tools.engine.error_classes_crash import CRASH_LINE_HINTS
 from grpo_debug.tools.engine.normalize import Line
 
 _TB_START = re.compile(r"Traceback \(most recent call last\)")
@@ -352,7 +353,8 @@ LINE_HINT = (  # lower-case substrings; `in` checks are linear and cheap, unlike
     "illegaladdress", "micro_batch_per_gpu", "appear to have a file", "no such file", "checkpoint", "state_dict",
     "size mismatch", "backendcompilerfailed", "inductorerror", "compiled graph", "corrupt local cache",
     "server launch failed", "failed to launch", "failed to start", "connection refused", "max retries",
-    "connecterror", "connection error", "newconnectionerror", "cuda error", "cudaerror", "hip out", "nccl")
+    "connecterror", "connection error", "newconnectionerror", "cuda error", "cudaerror", "hip out", "nccl",
+    *CRASH_LINE_HINTS)
 
 
 def has_line_hint(t: str) -> bool:

@@ -1,0 +1,192 @@
+"""Error classes for crashes and start-up refusals that real reports show, placed after the table of
+:mod:`error_classes` (the first class whose tests hold wins, so every class there is tried first).
+
+A class whose symptom is ``process_crash`` says what died and where, not why: ``tools/error_findings.py`` turns it
+into a finding only when nothing more specific explains the input, and names the first error that explains the
+others (a vLLM ``EngineDeadError`` says the root cause is printed above it). Each ``source`` names the code that
+prints the text; texts seen only in reports say which report.
+"""
+from __future__ import annotations
+
+from grpo_debug.tools.engine.error_class_base import ErrorClass
+
+# lower-case substrings one of which each line-level class below contains (errors_classify.LINE_HINT adds them)
+CRASH_LINE_HINTS = ("port must be 0-65535", "enginecore encountered", "enginedeaderror", "inner error",
+                    "pta call acl", "npu function error", "npu error, error code", "npu out of memory",
+                    "triton error", "hccl", "fatal python error", "segmentation fault", "sigsegv", "sigabrt",
+                    "sigbus", "core dumped", "signal 11", "signal 6", "signal 7", "exitcode", "exit code")
+
+# Ascend CANN error-message codes: E + one letter or digit + four digits (EZ9999, EE9999, EH9999, EI9999, E39999)
+_CANN_CODE = r"\bE[0-9A-Z]\d{4}: Inner Error|\bE[0-9A-Z]\d{4}\[PID: \d+\]"
+
+# the lines that say a compiled artifact was loaded from a cache (tools/error_findings.py cites the last one before a
+# driver error inside a compiled kernel): vLLM vllm/compilation/backends.py, vllm/compilation/decorators.py
+COMPILE_CACHE_LOAD = (r"Directly load the compiled graph\(s\) for .{0,80}from the cache|"
+                      r"Directly load AOT compilation from path")
+
+
+def crash_classes() -> tuple[ErrorClass, ...]:
+    """The class table (a function that only returns a literal table is data)."""
+    return (
+        ErrorClass(
+            "port_out_of_range", "port_conflict", "A port number outside 0-65535 was computed or configured",
+            types=r"^(?:OverflowError|)$", text=r"\w+\(\): port must be 0-65535", line_level=True,
+            confidence="high",
+            cause="A server or rendezvous socket was given a port above 65535 (or below 0): most often port "
+                  "arithmetic (a base port plus an offset per engine, rank or DP replica) that runs past the range "
+                  "when many engines start, or a configured base port set too high.",
+            check="the base port (--port, master_port, the launcher's port range) and how many offsets are added to "
+                  "it (engines x DP x TP); pick a lower base port or a narrower offset.",
+            source="CPython Modules/socketmodule.c getsockaddrarg: '%s(): port must be 0-65535.' (OverflowError, "
+                   "checked with socket.bind); seen in sgl-project/sglang PR #2826 (PortArgs.init_new adds an "
+                   "offset to --port) and areal-project/AReaL #652 (find_free_ports with many vLLM servers)",
+            examples=("OverflowError: bind(): port must be 0-65535.",
+                      ("Traceback (most recent call last):\n"
+                       '  File "/w/areal/utils/network.py", line 88, in is_port_free\n'
+                       '    sock.bind(("", port))\n'
+                       "OverflowError: bind(): port must be 0-65535."))),
+        ErrorClass(
+            "npu_oom", "cuda_oom", "Ascend NPU out of memory",
+            text=r"NPU out of memory\. Tried to allocate", line_level=True, confidence="high",
+            cause="An allocation on the Ascend NPU failed: the model, activations, optimizer state or the rollout "
+                  "engine's KV cache do not fit beside each other.",
+            check="the allocator numbers in the message (tried / total / free), the batch and sequence length of "
+                  "that step, and the engine's memory fraction when it shares the NPU.",
+            source="Ascend/pytorch torch_npu NPU caching allocator: 'NPU out of memory. Tried to allocate ...' "
+                   "(RuntimeError / torch.OutOfMemoryError), as quoted in reports",
+            examples=("RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB (NPU 0; 28.50 GiB total "
+                      "capacity; 10.24 GiB already allocated; 149.57 MiB free)",)),
+        ErrorClass(
+            "ascend_hccl_timeout", "collective_hang", "An Ascend HCCL collective timed out",
+            text=r"hccl fftsplus timeout|HCCL watchdog thread terminated|(?i:hccl[^\n]{0,60}\btime(?:d)? ?out)",
+            line_level=True, confidence="medium",
+            cause="A collective on the Ascend HCCL backend waited past its timeout: a peer rank crashed, hung or "
+                  "entered another collective (the NPU analogue of an NCCL watchdog timeout).",
+            check="which rank stopped first and its last lines, HCCL_EXEC_TIMEOUT / HCCL_CONNECT_TIMEOUT, and the "
+                  "device plog of the first failing rank.",
+            source="Ascend CANN runtime stream.cc 'fftsplus task execute failed ... [hccl fftsplus timeout]' "
+                   "(seen in hiyouga/LlamaFactory #5347); torch_npu ProcessGroupHCCL watchdog",
+            examples=("EE9999  fftsplus task execute failed, dev_id=7, stream_id=7, task_id=5990, context_id=6, "
+                      "thread_id=0, err_type=13[hccl fftsplus timeout][FUNC:GetError][FILE:stream.cc][LINE:1512]",)),
+        ErrorClass(
+            "ascend_npu_error", "process_crash", "The Ascend NPU runtime reported an error",
+            text=r"NPU function error: |NPU error, error code is \d+|ERR\d{5} PTA call acl api failed|" + _CANN_CODE,
+            line_level=True, confidence="medium",
+            cause="An Ascend CANN/ACL call failed on the device (torch_npu raises it with the ACL error code; CANN "
+                  "adds an EZ/EE/EH/EI/E3 'Inner Error' block): an operator the installed CANN does not support "
+                  "with these shapes or dtypes (5610xx, 1610xx), an AI core/vector core fault or timeout (5070xx), "
+                  "or a device/driver problem. The code and the '[Error]:' line under it say which.",
+            check="the ACL error code and the '[Error]:' / Inner Error lines, rerun with ASCEND_LAUNCH_BLOCKING=1 to "
+                  "find the operator, the CANN / torch_npu / vllm-ascend versions (they must match), and the device "
+                  "plog (~/ascend/log).",
+            source="Ascend/pytorch torch_npu/csrc/core/npu/NPUException.h NPU_CHECK_ERROR ('NPU error, error code "
+                   "is', newer releases 'NPU function error: <call>, error code is <n>') and formatErrorCode "
+                   "(ERR00100 = PTA + ACL: 'PTA call acl api failed'); CANN 'EZ9999: Inner Error!' blocks as in "
+                   "vllm-project/vllm-ascend #116 and Ascend/pytorch #66, #77",
+            examples=("RuntimeError: operator():build/CMakeFiles/torch_npu.dir/compiler_depend.ts:25 NPU function "
+                      "error: c10_npu::acl::AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 507035",
+                      "[ERROR] 2025-04-29-18:46:11 (PID:1066924, Device:1, RankID:-1) ERR00100 PTA call acl api failed",
+                      "EZ9999: Inner Error!")),
+        ErrorClass(
+            "compiled_kernel_driver_error", "process_crash", "A CUDA driver error inside a compiled (Triton/inductor) "
+            "kernel",
+            text=r"Triton Error \[CUDA\]: |(?i:CUDA error: )|CUDA driver error|CUresult error",
+            frames=r"(?i)/triton/|torch/_inductor/|/inductor_cache/|/torchinductor_|output_code|compiled_fn|"
+                   r"vllm/compilation/|triton_\w+\.py|/\.triton/",
+            confidence="low",
+            cause="A kernel built by torch.compile / Triton failed at launch: a kernel image that does not fit this "
+                  "GPU or driver (compiled or cached for another arch or CUDA version), a shape the kernel was not "
+                  "built for, or a kernel bug. When the artifact was loaded from a compile cache, a cache shared "
+                  "between machines or versions is the first suspect.",
+            check="whether the compiled graph was loaded from a cache (the 'Directly load the compiled graph(s) ... "
+                  "from the cache' line) and where that cache lives (VLLM_CACHE_ROOT / TORCHINDUCTOR_CACHE_DIR / "
+                  "TRITON_CACHE_DIR); rerun once with the cache cleared, and with CUDA_LAUNCH_BLOCKING=1.",
+            source="triton-lang/triton third_party/nvidia/backend/driver.c: 'Triton Error [CUDA]: %s' "
+                   "(RuntimeError from cuGetErrorString); pytorch c10/cuda/CUDAException.cpp 'CUDA error: '; "
+                   "vLLM vllm/compilation/backends.py 'Directly load the compiled graph(s) for ... from the cache'",
+            examples=(("Traceback (most recent call last):\n"
+                       '  File "/v/site-packages/torch/_inductor/output_code.py", line 584, in __call__\n'
+                       "    return self.current_callable(inputs)\n"
+                       '  File "/root/.cache/vllm/torch_compile_cache/ab12/rank_0_0/inductor_cache/x7/cx7.py", '
+                       "line 900, in call\n"
+                       "    triton_poi_fused_0.run(buf0, stream=stream0)\n"
+                       "RuntimeError: Triton Error [CUDA]: device kernel image is invalid"),)),
+        ErrorClass(
+            "triton_driver_error", "process_crash", "A CUDA driver error raised by a Triton kernel launch",
+            text=r"Triton Error \[CUDA\]: ", line_level=True, confidence="low",
+            cause="A Triton kernel failed at launch or load with a CUDA driver error: a kernel image built for another "
+                  "GPU arch or driver (an old cache), an invalid launch configuration (grid over the limit), or a "
+                  "kernel bug.",
+            check="the driver error text, the Triton and CUDA driver versions, TRITON_CACHE_DIR (clear it once), and "
+                  "the kernel named in the traceback.",
+            source="triton-lang/triton third_party/nvidia/backend/driver.c: 'Triton Error [CUDA]: %s'",
+            examples=("RuntimeError: Triton Error [CUDA]: invalid argument",)),
+        ErrorClass(
+            "vllm_engine_dead", "process_crash", "vLLM's engine core process died (EngineDeadError)",
+            types=r"^(?:EngineDeadError|)$",
+            text=r"EngineDeadError|EngineCore encountered an issue\. See stack trace \(above\) for the root cause",
+            line_level=True, confidence="medium",
+            cause="The EngineCore process of vLLM V1 died; the client (AsyncLLM / LLM) raises EngineDeadError for every "
+                  "request after that. The cause is the EngineCore's own error, printed above it (an OOM, an illegal "
+                  "memory access, a failed RPC such as a weight update or sleep/wake_up).",
+            check="the first error printed by the EngineCore process (lines prefixed EngineCore / EngineCore_DP0) "
+                  "before this one, and the request or utility call running when it died.",
+            source="vllm-project/vllm vllm/v1/engine/exceptions.py EngineDeadError: 'EngineCore encountered an issue. "
+                   "See stack trace (above) for the root cause.'",
+            examples=("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+                      "(above) for the root cause.",)),
+        ErrorClass(
+            "empty_batch_reduction", "config_error", "A reduction over an empty array: a batch or group came out empty",
+            types=r"^ValueError$", text=r"zero-size array to reduction operation \w+ which has no identity",
+            confidence="low",
+            cause="numpy was asked for the min/max of an empty array: in a trainer this means a batch, a group or a "
+                  "filtered list came out empty, most often because the batch arithmetic (prompts per step over "
+                  "data-parallel ranks and samples per prompt) truncated it to zero, or every sample was filtered.",
+            check="the batch sizes after each division (train batch / DP / samples per prompt), dynamic filtering "
+                  "and dataset size; print the length of the list the failing frame reduces.",
+            source="numpy numpy/_core/src/umath/reduction.c: 'zero-size array to reduction operation %s which has no "
+                   "identity' (checked with numpy: np.array([]).min())",
+            examples=("ValueError: zero-size array to reduction operation minimum which has no identity",)),
+        ErrorClass(
+            "config_keyword_rejected", "config_error", "A config key is passed to a class that does not accept it",
+            types=r"^TypeError$", text=r"__init__\(\) got an unexpected keyword argument '\w+'", confidence="low",
+            cause="A config section is instantiated as keyword arguments of a class, and one key is not an argument of "
+                  "the installed release (renamed or removed, or a config written for another version).",
+            check="the key the message names against the class of the installed version; remove or rename it, or "
+                  "install the version the config was written for.",
+            source="CPython TypeError: \"__init__() got an unexpected keyword argument 'x'\" (config dict -> cls(**cfg))",
+            examples=("TypeError: Llama31ModelProvider.__init__() got an unexpected keyword argument "
+                      "'pipeline_model_parallel_split_rank'",)),
+        ErrorClass(
+            "config_value_refused", "config_error", "The framework refused a setting's value",
+            types=r"^(?:AssertionError|ValueError)$",
+            text=r"\b[a-z]+(?:_[a-z]+)+\b[^\n]{0,80}?(?:must be|should be|is not equal to|cannot meet|"
+                 r"has to be|needs to be|must not|is larger than|is smaller than|exceeds)",
+            confidence="low",
+            cause="A start-up check compared a setting the message names with another value and refused it.",
+            check="the settings and values the message names, against the framework's documented constraints.",
+            source="framework start-up assertions, e.g. verl 'train_batch_size (...) must be >= "
+                   "actor.ppo_mini_batch_size (...)', Megatron-LM checkpointing.py 'value from checkpoint (...) is "
+                   "not equal to the input argument value (...)'",
+            examples=("ValueError: train_batch_size (32) must be >= actor.ppo_mini_batch_size (64)",
+                      "AssertionError: tensor_model_parallel_size value from checkpoint (1) is not equal to the "
+                      "input argument value (2).")),
+        ErrorClass(
+            "native_crash", "process_crash", "A process died of a native signal (segfault, abort, bus error)",
+            text=r"Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception|"
+                 r"Illegal instruction)|Segmentation fault(?: \(core dumped\))?|Aborted \(core dumped\)|"
+                 r"Bus error \(core dumped\)|\bSIG(?:SEGV|ABRT|BUS|ILL)\b|Signals\.SIG(?:SEGV|ABRT|BUS)|"
+                 r"exitcode\s*:\s*-(?:11|6|7|8|4)\b|exit(?:ed with)? (?:code|status) (?:-11|-6|-8|139|134|135|136)\b|"
+                 r"\b[Ss]ignal (?:11|6|7) \(SIG",
+            line_level=True, confidence="medium",
+            cause="A process was killed by a signal from native code (C++/CUDA extension, NCCL, a driver, the "
+                  "Python interpreter itself): no Python exception explains it. The thread dump under 'Fatal Python "
+                  "error' (or the core dump) names the library that crashed.",
+            check="the stack under 'Fatal Python error' / 'Current thread' (which extension's frame is on top), "
+                  "the versions of torch, NCCL, the CUDA driver and the extension, and whether it is reproducible "
+                  "on one GPU; rerun with PYTHONFAULTHANDLER=1 if there is no stack.",
+            source="CPython Python/pylifecycle.c fatal_error / faulthandler: 'Fatal Python error: Segmentation "
+                   "fault'; torch.distributed.elastic 'exitcode  : -11'; Signal 11 (SIGSEGV) received by PID",
+            examples=("Fatal Python error: Segmentation fault", "exitcode  : -11 (pid: 4242)",
+                      "Segmentation fault (core dumped)")),
+    )
