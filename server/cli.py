@@ -356,7 +356,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             _err(f"{PROG}: MCP server on stdio, waiting for an MCP client (Ctrl-C to stop). Register it with "
                  f"your client instead, e.g. `claude mcp add grpo-debug -- {PROG} serve`, or for CLI use run "
                  f"`{PROG} triage FILE`.")
-        build_server(allowed_roots=default_roots(args.allow or ()), ray_address=ray_address).run("stdio")
+        build_server(allowed_roots=default_roots(args.allow or (), note=_err), ray_address=ray_address).run("stdio")
         return 0
 
     from grpo_debug.server.app import run_http
@@ -368,7 +368,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"refusing to serve on {host}: a non-loopback address needs a bearer token; give "
                        f"--token-file FILE or set {TOKEN_ENV} (clients then send 'Authorization: Bearer <token>'), "
                        "or bind 127.0.0.1")
-    server = build_server(allowed_roots=default_roots(args.allow or ()), ray_address=ray_address)
+    server = build_server(allowed_roots=default_roots(args.allow or (), transport="http", note=_err),
+                          ray_address=ray_address)
     roots = ", ".join(str(r) for r in server.allowed_roots)
     shown = f"[{host}]" if ":" in host else host
     print(f"{PROG}: MCP over streamable HTTP at http://{shown}:{port}/mcp"

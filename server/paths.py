@@ -6,10 +6,15 @@ paths outside the roots, symlinks that point out of them, devices, FIFOs and soc
 paths, each with a message that names the path and what to do. The CLI is the user's own shell and
 does not use this.
 
-Roots: the server's working directory, plus ``GRPO_DEBUG_ALLOW`` (``os.pathsep``-separated) and
-``--allow DIR`` (see :func:`default_roots`), plus, for a stdio or in-process client, the folders the client
-declares as its MCP roots (:func:`client_roots`, per call through ``CLIENT_ROOTS``; a server reached over HTTP
-ignores them). Every path is still confined the same way under the union.
+Roots: ``GRPO_DEBUG_ALLOW`` (``os.pathsep``-separated) and ``--allow DIR`` (see :func:`default_roots`), plus,
+over stdio (and for an in-process client), the server's working directory as an *implicit* root and the folders
+the client declares as its MCP roots (:func:`client_roots`, per call through ``CLIENT_ROOTS``). A server reached
+over HTTP has the explicit folders only: never its working directory, never the client's roots. The working
+directory is never an implicit root when it is ``/``, ``$HOME`` (or a folder above it, ``/home``) or a system
+folder (:func:`unsafe_implicit_root`: a systemd unit or a Docker image without WORKDIR starts there); the server
+then says at start to pass ``--allow DIR``. ``/proc``, ``/sys`` and ``/dev`` are never readable, whatever the
+roots (``--allow /`` included): ``/proc/self/environ`` holds the server's tokens. Every path is still confined
+the same way under the union.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import os
 import stat
 import warnings
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Callable, Iterable, Literal
 
 ALLOW_ENV = "GRPO_DEBUG_ALLOW"
 Kind = Literal["file", "dir", "any"]
@@ -28,22 +33,84 @@ class PathNotAllowed(ValueError):
     """A path a tool may not read: outside the allowed roots, missing, or not a regular file/folder."""
 
 
-def default_roots(extra: Iterable[str | os.PathLike] = (), *, env: dict[str, str] | None = None,
-                  cwd: str | os.PathLike | None = None) -> list[Path]:
-    """The working directory, then each folder in $GRPO_DEBUG_ALLOW, then ``extra`` (e.g. ``--allow``),
-    resolved and without duplicates. Roots that do not exist are kept out (nothing under them can be read)."""
+#: Never readable, whatever the roots: the kernel's views of processes, devices and the system.
+NEVER_READ = (Path("/proc"), Path("/sys"), Path("/dev"))
+#: System folders: never an implicit root, nor anything under them.
+SYSTEM_TREES = (*NEVER_READ, Path("/etc"), Path("/usr"), Path("/bin"), Path("/sbin"), Path("/lib"), Path("/lib32"),
+                Path("/lib64"), Path("/libx32"), Path("/boot"), Path("/run"), Path("/snap"))
+#: System folders that are never an implicit root themselves (a folder of an application below them may be).
+SYSTEM_FOLDERS = (Path("/"), Path("/var"), Path("/var/lib"), Path("/var/log"), Path("/var/run"), Path("/var/cache"),
+                  Path("/var/spool"), Path("/var/mail"), Path("/root"), Path("/home"), Path("/Users"), Path("/mnt"),
+                  Path("/media"), Path("/private"), Path("/private/var"), Path("/System"), Path("/Library"))
+Transport = Literal["stdio", "http"]
+
+
+def _home(env) -> Path | None:
+    """$HOME resolved (else the account's home folder); None when neither is known."""
+    h = env.get("HOME") or ""
+    if not h.strip():
+        try:
+            import pwd
+
+            h = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError, OSError):
+            return None
+    try:
+        return Path(h).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def never_readable(real: Path) -> bool:
+    """Whether a path lies under /proc, /sys or /dev (refused under any root, ``--allow /`` included)."""
+    return any(_under(real, n) for n in NEVER_READ)
+
+
+def unsafe_implicit_root(folder: str | os.PathLike, env: dict[str, str] | None = None) -> str | None:
+    """Why ``folder`` (the working directory) must not be an implicit root, or None when it may: it is ``/``, a
+    system folder or under one (``/etc``, ``/usr``, ``/proc``...), or ``$HOME`` or a folder above it (the
+    user's whole tree: SSH keys, cloud credentials)."""
     env = os.environ if env is None else env
-    cands: list[str | os.PathLike] = [cwd if cwd is not None else os.getcwd()]
-    cands += [p for p in env.get(ALLOW_ENV, "").split(os.pathsep) if p.strip()]
+    try:
+        real = Path(folder).resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):
+        return "it cannot be resolved"
+    if real == Path(real.anchor):
+        return f"{real} is the whole file system"
+    if real in SYSTEM_FOLDERS or any(_under(real, t) for t in SYSTEM_TREES):
+        return f"{real} is a system folder"
+    home = _home(env)
+    if home is not None and _under(home, real):
+        return f"{real} is the home folder" if real == home else f"{real} holds the home folder {home}"
+    return None
+
+
+def default_roots(extra: Iterable[str | os.PathLike] = (), *, env: dict[str, str] | None = None,
+                  cwd: str | os.PathLike | None = None, transport: Transport = "stdio",
+                  note: Callable[[str], None] | None = None) -> list[Path]:
+    """The readable folders: over stdio the working directory (unless :func:`unsafe_implicit_root`), then each
+    folder in $GRPO_DEBUG_ALLOW, then ``extra`` (``--allow``); over HTTP only the last two. Resolved, without
+    duplicates; folders that do not exist and folders under /proc, /sys or /dev are kept out (nothing under
+    them can be read). ``note`` (the CLI's stderr) is told, with what to do, when the working directory is
+    left out and no other folder is readable."""
+    env = os.environ if env is None else env
+    here = cwd if cwd is not None else os.getcwd()
+    cands: list[str | os.PathLike] = [p for p in env.get(ALLOW_ENV, "").split(os.pathsep) if p.strip()]
     cands += list(extra)
+    why = unsafe_implicit_root(here, env) if transport == "stdio" else "a server reached over HTTP reads only --allow folders"
+    if why is None:
+        cands.insert(0, here)
     out: list[Path] = []
     for c in cands:
         try:
             r = Path(c).expanduser().resolve(strict=True)
         except (OSError, RuntimeError, ValueError):
             continue
-        if r.is_dir() and r not in out:
+        if r.is_dir() and r not in out and not never_readable(r):
             out.append(r)
+    if why is not None and not out and note is not None:
+        note(f"grpo-debug: the working directory {here} is not readable by the tools ({why}); start the server "
+             f"with --allow DIR (or set {ALLOW_ENV}) for the folders of your runs")
     return out
 
 
@@ -108,6 +175,9 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
         raise PathNotAllowed(f"{shown}: cannot resolve: {getattr(e, 'strerror', None) or e}") from None
     if not any(_under(real, r) for r in real_roots):
         raise PathNotAllowed(f"{shown}: a symlink pointing outside the allowed roots (to {real}; {hint})")
+    if never_readable(real) or never_readable(lexical):
+        raise PathNotAllowed(f"{shown}: /proc, /sys and /dev are never readable through the server (they hold "
+                             "its environment and devices); copy the file you need into an allowed folder")
     try:
         mode = real.stat().st_mode
     except OSError as e:

@@ -1042,7 +1042,7 @@ async def test_soak_50_clients_20_triage_calls_on_a_5mb_log(tmp_path, serve_http
     text = log.read_text(encoding="utf-8")
     latencies: list[float] = []
     errors: list[str] = []
-    with serve_http(cwd=str(tmp_path), env={"GRPO_DEBUG_CALL_TIMEOUT": "600"}) as (port, proc):
+    with serve_http("--allow", str(tmp_path), cwd=str(tmp_path), env={"GRPO_DEBUG_CALL_TIMEOUT": "600"}) as (port, proc):
         url = f"http://127.0.0.1:{port}/mcp"
         async with Client(url) as c:
             r = await c.call_tool("triage", {"text": text})
