@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from grpo_debug.probes.base import probe
+from grpo_debug.probes.base import Confined, RefusedFile, probe
 from grpo_debug.skills.knowledge import find_gpu
 
 GiB = 1024 ** 3
@@ -66,17 +67,31 @@ class MemoryEstimate(BaseModel):
     assumptions: list[str]
 
 
+#: A config.json is a few kB; anything past this is not one (and a link to /dev/zero stops here).
+MAX_CONFIG_BYTES = 4 * 2**20
+
+
+def _read_config_file(p: Path) -> bytes:
+    """The bytes of config.json at ``p`` (a file or a model folder), read with probes/base.py's safe reader:
+    opened once without following a last link (O_NOFOLLOW on the resolved path) and non-blocking, regular files
+    only, at most MAX_CONFIG_BYTES. ValueError says why not (a FIFO, a device such as /dev/zero, too big)."""
+    real = Path(os.path.realpath(p))
+    if real.is_dir():
+        real = Path(os.path.realpath(real / "config.json"))
+    try:
+        return Confined(real.parent).read(real, MAX_CONFIG_BYTES)
+    except RefusedFile as e:
+        raise ValueError(f"{p}: {real.name if real.name != p.name else 'the file'} is {e}") from None
+    except OSError as e:
+        raise ValueError(f"{p}: cannot read it: {e.strerror or e}") from None
+
+
 def _load_config(config_json: str) -> dict[str, Any]:
     s = config_json.strip()
     if s.startswith("{"):
         data = json.loads(s)
     else:
-        p = Path(s).expanduser()
-        if p.is_dir():
-            p = p / "config.json"
-        if p.stat().st_size > 4 * 1024 * 1024:
-            raise ValueError(f"{p} is over 4 MiB; not a config.json")
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(_read_config_file(Path(s).expanduser()).decode("utf-8"))
     if not isinstance(data, dict):
         raise ValueError("config.json is not a JSON object")
     if "hidden_size" not in data and isinstance(data.get("text_config"), dict):

@@ -111,10 +111,20 @@ def gpu_gate(gpus: GpuFacts, *, index: int = 0, planned_gib: float = PLANNED_GIB
 # ------------------------------------------------------------------------------------------- the parent side
 
 
+#: The numerics child's own limits (probes/rlimits.py): RLIMIT_DATA in MB (CPU: ~260 MB measured with torch 2.13;
+#: CUDA: a backstop only, its context's host memory is larger) and RLIMIT_CPU as a multiple of the wall timeout
+#: (torch runs several threads).
+CHILD_MEM_MB = {"cpu": 2048, "cuda": 16384}
+CHILD_CPU_PER_WALL_S = 4
+
+
 def _run_device(device: str, timeout: float, env: dict[str, str] | None = None) -> DeviceNumerics | Unknown:
     from grpo_debug.probes.base import child_argv
+    from grpo_debug.probes.rlimits import died_of
 
-    argv = child_argv("grpo_debug.probes.numerics", "--device", device)
+    mem_mb = CHILD_MEM_MB["cuda" if device.startswith("cuda") else "cpu"]
+    cpu_s = int(timeout * CHILD_CPU_PER_WALL_S) + 10
+    argv = child_argv("grpo_debug.probes.numerics", "--device", device, "--mem-mb", str(mem_mb), "--cpu-s", str(cpu_s))
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, shell=False)
     except subprocess.TimeoutExpired:
@@ -124,7 +134,7 @@ def _run_device(device: str, timeout: float, env: dict[str, str] | None = None) 
     lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
     if p.returncode != 0 or not lines:
         tail = (p.stderr or p.stdout).strip()[-400:]
-        return Unknown(reason=f"numerics subprocess on {device} failed (rc {p.returncode}): {tail}")
+        return Unknown(reason=f"numerics subprocess on {device} failed ({died_of(p.returncode, mem_mb, cpu_s)}): {tail}")
     try:
         data = json.loads(lines[-1])
     except ValueError:
@@ -304,7 +314,12 @@ def measure(device: str) -> DeviceNumerics | Unknown:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m grpo_debug.probes.numerics")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--mem-mb", type=int, default=None, help="RLIMIT_DATA for this process (probes/rlimits.py)")
+    ap.add_argument("--cpu-s", type=int, default=None, help="RLIMIT_CPU for this process")
     args = ap.parse_args(argv)
+    from grpo_debug.probes.rlimits import limit_self
+
+    limit_self(args.mem_mb, args.cpu_s)  # before torch is imported
     if os.environ.get("GRPO_DEBUG_NUMERICS_TEST_SLEEP"):  # tests only: a child that hangs (isolation test)
         time.sleep(float(os.environ["GRPO_DEBUG_NUMERICS_TEST_SLEEP"]))
     try:

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from grpo_debug.probes.base import Confined, RefusedFile, Unknown, child_argv, probe
+from grpo_debug.probes.rlimits import TOKENIZER_CPU_S, TOKENIZER_MEM_MB, died_of, limit_self
 
 # Chat-template turn terminators, most common first (Qwen/ChatML, Llama 3, Gemma, Phi-3, DeepSeek, generic).
 TURN_TERMINATORS = ["<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|end▁of▁sentence|>", "<|endoftext|>"]
@@ -56,7 +57,7 @@ class StopTokenReport(BaseModel):
 
 MAX_TOKENIZER_BYTES = 64 * 2**20  # tokenizer.json of the largest vocabularies is ~30 MB
 MAX_SIDE_JSON_BYTES = 4 * 2**20   # tokenizer_config.json / generation_config.json / config.json
-CHILD_TIMEOUT_S = 60.0
+CHILD_TIMEOUT_S = 10.0  # wall clock; the child also runs under probes/rlimits.py's memory and CPU limits
 
 
 def _load_json(fs: Confined, p: Path) -> dict[str, Any] | None:
@@ -98,6 +99,7 @@ def _child_main() -> int:
     """``python -m grpo_debug.probes.tokenizer``: the tokenizers library runs here, never in the caller. A native
     panic (PanicException, a BaseException) or an abort kills only this process. Reads JSON on stdin
     ({tokenizer: the tokenizer.json text, stop: [...], lookup: [...]}) and prints JSON."""
+    limit_self(*_child_limits(sys.argv[1:]))  # first: a normalizer that multiplies its input ends here
     try:
         req = json.loads(sys.stdin.buffer.read().decode("utf-8"))
         from tokenizers import Tokenizer
@@ -122,11 +124,23 @@ def _child_main() -> int:
     return 0
 
 
-def _run_child(tok_text: str, stop: list[str], lookup: list[str], timeout: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
-    """The child's answer, or {"error": why} when it failed, died (a native crash) or ran past ``timeout``."""
-    req = json.dumps({"tokenizer": tok_text, "stop": stop, "lookup": lookup}).encode("utf-8")
+def _child_limits(argv: list[str]) -> tuple[int, int]:
+    """(memory MB, CPU s) from the child's ``--mem-mb N --cpu-s N`` arguments (defaults: probes/rlimits.py)."""
+    vals = dict(zip(argv[::2], argv[1::2]))
     try:
-        p = subprocess.run(child_argv("grpo_debug.probes.tokenizer"), input=req, capture_output=True, timeout=timeout)
+        return int(vals.get("--mem-mb", TOKENIZER_MEM_MB)), int(vals.get("--cpu-s", TOKENIZER_CPU_S))
+    except ValueError:
+        return TOKENIZER_MEM_MB, TOKENIZER_CPU_S
+
+
+def _run_child(tok_text: str, stop: list[str], lookup: list[str], timeout: float = CHILD_TIMEOUT_S,
+               mem_mb: int = TOKENIZER_MEM_MB, cpu_s: int = TOKENIZER_CPU_S) -> dict[str, Any]:
+    """The child's answer, or {"error": why} when it failed, died (a native crash, its ``mem_mb`` memory or
+    ``cpu_s`` CPU limit) or ran past ``timeout`` seconds."""
+    req = json.dumps({"tokenizer": tok_text, "stop": stop, "lookup": lookup}).encode("utf-8")
+    argv = child_argv("grpo_debug.probes.tokenizer", "--mem-mb", str(mem_mb), "--cpu-s", str(cpu_s))
+    try:
+        p = subprocess.run(argv, input=req, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:g} s"}
     except OSError as e:
@@ -135,8 +149,10 @@ def _run_child(tok_text: str, stop: list[str], lookup: list[str], timeout: float
         return json.loads(p.stdout.decode("utf-8"))
     except ValueError:
         last = [ln for ln in p.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-        why = next((ln for ln in last if "panicked" in ln or "Error" in ln), last[-1] if last else "")
-        return {"error": f"the tokenizer process died (exit {p.returncode}){': ' + why[:200] if why else ''}"}
+        why = next((ln for ln in last if "panicked" in ln or "Error" in ln or "allocation" in ln),
+                   last[-1] if last else "")
+        return {"error": f"the tokenizer process died ({died_of(p.returncode, mem_mb, cpu_s)})"
+                         f"{': ' + why[:200] if why else ''}"}
 
 
 def _classify_stops(tok: "_Tok", stop_strings: list[str]) -> tuple[list[StopStringResult], list[int], list[str]]:
@@ -228,7 +244,7 @@ def stop_token_ids(tokenizer_path: str | Path, stop_strings: list[str]) -> StopT
     answer = _run_child(tok_text, list(stop_strings), ([eos_token] if eos_token else []) + TURN_TERMINATORS)
     if "error" in answer:
         return Unknown(reason=(f"the tokenizers library failed on {tok_file}: {answer['error']}. The tokenizer.json "
-                               "may be corrupt or its pre-tokenizer regex pathological; re-export it with "
+                               "may be corrupt or its normalizer / pre-tokenizer pathological; re-export it with "
                                "AutoTokenizer.from_pretrained(path).save_pretrained(path)"))
     tok = _Tok(answer)
 

@@ -76,6 +76,7 @@ async def test_triage_input_error_becomes_tool_error(monkeypatch, tmp_path):
         raise InputError("/x/run.log: no such file; pass the path of a log")
 
     monkeypatch.setattr(app, "triage", boom)
+    monkeypatch.setenv("GRPO_DEBUG_POOL", "thread")  # a patched attribute is seen in-process only (not by workers)
     (tmp_path / "run.log").write_text("step:1\n")  # paths must exist under an allowed root to reach triage
     async with Client(build_server(allowed_roots=[tmp_path])) as c:
         r = await c.call_tool("triage", {"path": str(tmp_path / "run.log")})
