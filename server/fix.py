@@ -3,8 +3,6 @@ the file after a backup. The diff and the merged lines come from tools/engine/di
 exactly what ``patch -p0 FILE < diff`` would."""
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from typing import Callable
 
@@ -28,29 +26,30 @@ def print_diff(result: TriageResult, err: Callable[[str], None]) -> int:
 
 def fix_file(path: str, result: TriageResult, out: Callable[[str], None]) -> int:
     """Write the edits into ``path`` after copying the file to ``path.orig`` (``path.orig.N`` when that
-    exists); print the backup's path and the diff applied. Raises ValueError when the file cannot be read
-    as UTF-8 or changed while it was checked."""
+    exists); print the backup's path and the diff applied. The backup and the temporary file are created
+    exclusively in the file's folder and the file is replaced by a rename (tools/safe_write.py): a link planted
+    at any of those names is never written through, and the file keeps its mode. Raises ValueError when the
+    file is a symlink or not a regular file, cannot be read as UTF-8, or changed while it was checked."""
     from grpo_debug.tools.engine.diff import apply_merged, merge_edits
+    from grpo_debug.tools.safe_write import UnsafeWrite, read_regular, replace_file
 
     if not result.diff:
         out("no edit to make; the file is unchanged")
         return 0
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            text = fh.read()
+        text = read_regular(path).decode("utf-8")
+    except UnsafeWrite as e:
+        raise ValueError(f"--fix: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"--fix cannot read {path} as UTF-8 text: {e}") from None
+        raise ValueError(f"--fix cannot read {path} as UTF-8 text: {getattr(e, 'strerror', None) or e}") from None
     new_text, stale = apply_merged(text, merge_edits([e for f in result.findings for e in f.edits])[0])
     if stale:
         raise ValueError(f"--fix: lines {stale} of {path} changed while checking; run the check again")
-    backup, n = f"{path}.orig", 1
-    while os.path.exists(backup):
-        backup, n = f"{path}.orig.{n}", n + 1
-    shutil.copy2(path, backup)
-    tmp = f"{path}.grpo-debug-tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(new_text)
-    shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    try:
+        backup = replace_file(path, new_text.encode("utf-8"), backup=True)
+    except UnsafeWrite as e:
+        raise ValueError(f"--fix: {e}") from None
+    except OSError as e:
+        raise ValueError(f"--fix cannot write {path}: {e.strerror or e}; the file is unchanged") from None
     out(f"fixed {path} (the original is kept as {backup}); the change:\n{result.diff}")
     return 0

@@ -155,7 +155,9 @@ KEEP_PNGS = 50
 
 def save_png(png: bytes, path: str | None = None) -> str:
     """Write the PNG to ``path``, or into this process's temporary folder (one, made on first use; the oldest
-    files beyond ``KEEP_PNGS`` removed, so a long-running server does not fill /tmp); returns the path."""
+    files beyond ``KEEP_PNGS`` removed, so a long-running server does not fill /tmp); returns the path. The
+    file is written through an exclusively created temporary file and a rename (tools/safe_write.py); raises
+    ``UnsafeWrite`` (an OSError) when ``path`` is a symlink or not a regular file."""
     if path is None:
         import tempfile
         import time
@@ -166,8 +168,9 @@ def save_png(png: bytes, path: str | None = None) -> str:
         for p in old[:max(0, len(old) - KEEP_PNGS + 1)]:
             os.unlink(p)
         path = os.path.join(_TMP[0], f"run-{time.time_ns()}.png")
-    with open(path, "wb") as fh:
-        fh.write(png)
+    from grpo_debug.tools.safe_write import replace_file
+
+    replace_file(path, png)  # exclusive temp file + rename: an existing link at path is refused, never followed
     return path
 
 
@@ -200,6 +203,6 @@ def plot_run(text: str | None = None, path: str | None = None, metrics: list[str
             out.png_path = save_png(out.png, png_path)
         except OSError as e:
             raise InputError(f"cannot write the PNG to {png_path}: {e.strerror or e}; give a path in an "
-                             "existing, writable folder") from None
+                             "existing, writable folder (a regular file or a new name, not a link)") from None
         out.text += f"\nPNG ({len(series)} panels): {out.png_path}"
     return out
