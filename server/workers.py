@@ -10,7 +10,7 @@ in a worker PROCESS, killed (SIGKILL, its whole process group) at the call's dea
 - a *worker*: forked from the zygote, its own process group (its tokenizer / numerics children die with it),
   ``RLIMIT_DATA`` = ``mem_mb`` (``$GRPO_DEBUG_WORKER_MEM_MB``, default 512) and a per-job ``RLIMIT_CPU``
   backstop; it dies with the zygote (PR_SET_PDEATHSIG) and the zygote with the server (its control socket
-  closes). It takes jobs over its own socket: ``(function, args, kwargs, environ, cwd, cpu_s)`` pickled, the
+  closes). It takes jobs over its own socket: ``(function, args, kwargs, environ, cwd, sys.path, cpu_s)`` pickled, the
   function by reference (module-level); it answers ``("progress", done, total, phase)`` frames, then one
   ``("ok", result)`` / ``("err", exception)`` / ``("mem", None)``. After a MemoryError it exits.
 
@@ -102,8 +102,10 @@ def _die_with_parent() -> None:
             pass
 
 
-def _apply(env: dict[str, str], cwd: str) -> None:
-    """The server's environment and working directory for this job; the rule caches follow GRPO_DEBUG_RULES."""
+def _apply(env: dict[str, str], cwd: str, path: list[str]) -> None:
+    """The server's environment, working directory and import path (appended: never ahead of what the worker
+    has) for this job; the rule caches follow GRPO_DEBUG_RULES."""
+    sys.path.extend(p for p in path if p not in sys.path)
     rules_before = os.environ.get("GRPO_DEBUG_RULES")
     if dict(os.environ) != env:
         os.environ.clear()
@@ -140,10 +142,17 @@ def _worker_main(fd: int, mem_mb: int) -> None:
     _CONN = conn = Connection(fd)
     while True:
         try:
-            fn, args, kwargs, env, cwd, cpu_s = pickle.loads(conn.recv_bytes())
+            raw = conn.recv_bytes()
         except (EOFError, OSError):
             os._exit(0)
-        _apply(env, cwd)
+        try:
+            fn, args, kwargs, env, cwd, path, cpu_s = pickle.loads(raw)
+        except Exception as e:  # noqa: BLE001 - e.g. the function's module does not import here
+            conn.send_bytes(_answer("err", RuntimeError(f"the job could not be read in the worker: "
+                                                        f"{type(e).__name__}: {str(e)[:200]}")))
+            continue
+        del raw
+        _apply(env, cwd, path)
         used = resource.getrusage(resource.RUSAGE_SELF)
         _set_soft(resource.RLIMIT_CPU, int(used.ru_utime + used.ru_stime + cpu_s) + 1)
         mem = False
@@ -360,7 +369,9 @@ WORKERS = ProcessWorkers()
 def job_payload(fn: Callable[..., Any], args: tuple, kwargs: dict, cpu_s: float) -> bytes:
     """The job as the worker reads it. Raises pickle.PicklingError / TypeError / AttributeError when ``fn`` or
     an argument cannot cross the process boundary (a lambda, a closure, an open file)."""
-    return pickle.dumps((fn, args, kwargs, dict(os.environ), os.getcwd(), cpu_s), protocol=pickle.HIGHEST_PROTOCOL)
+    cwd = os.getcwd()
+    path = [p for p in sys.path if p and os.path.realpath(p) != os.path.realpath(cwd)]  # as probes' child_argv
+    return pickle.dumps((fn, args, kwargs, dict(os.environ), cwd, path, cpu_s), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--zygote"]:
