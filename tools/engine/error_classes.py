@@ -130,16 +130,22 @@ def _classes() -> tuple[ErrorClass, ...]:
             "engine_kv_cache_too_small", "cuda_oom", "The rollout engine's KV cache does not fit its context or batch",
             text=r"larger than the maximum number of tokens that can be stored in KV cache|"
                  r"No available memory for the cache blocks|Not enough memory\. Please try to increase "
-                 r"--mem-fraction-static|(?i:insufficient memory for (?:the )?kv cache)", line_level=True,
+                 r"--mem-fraction-static|(?i:insufficient memory for (?:the )?kv cache)|"
+                 r"KV cache is needed, which is larger than the available KV cache memory", line_level=True,
             cause="The memory left to the engine after weights (gpu_memory_utilization / mem_fraction_static) holds "
                   "fewer KV-cache tokens than max_model_len or the configured batch needs.",
             check="gpu_memory_utilization / mem_fraction_static, max_model_len / context length, max_num_seqs, "
                   "and what else occupies the GPU (a colocated trainer).",
             source="vllm-project/vllm vllm/v1/core/kv_cache_utils.py: \"The model's max seq len (...) is larger than "
                    "the maximum number of tokens that can be stored in KV cache\"; sgl-project/sglang "
-                   "model_runner.py 'Not enough memory. Please try to increase --mem-fraction-static.'",
+                   "model_runner.py 'Not enough memory. Please try to increase --mem-fraction-static.'; V1: "
+                   "'To serve at least one request with the model's max seq len (N), (X GiB KV cache is needed, which "
+                   "is larger than the available KV cache memory (Y GiB)' (v1/core/kv_cache_utils.py in the 0.11.1 "
+                   "wheel, v1/core/kv_cache_planning.py _check_enough_kv_cache_memory in the 0.33.0 wheel)",
             examples=("ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that "
-                      "can be stored in KV cache (23648).",)),
+                      "can be stored in KV cache (23648).",
+                      "ValueError: To serve at least one request with the model's max seq len (32768), (6.0 GiB KV "
+                      "cache is needed, which is larger than the available KV cache memory (2.35 GiB).")),
         ErrorClass(
             "slurm_time_limit", "collective_hang", "Slurm cancelled the job at its time limit",
             text=r"CANCELLED AT \S+ DUE TO TIME LIMIT|DUE TO TIME LIMIT \*\*\*", line_level=True,

@@ -19,6 +19,8 @@ EVENT_PATTERNS: dict[str, str] = {
                 r"larger than the maximum number of tokens that can be stored in KV cache|"
                 r"CUresult error: 2 \(out of memory\)|HIP out of memory|cudaErrorMemoryAllocation|"
                 r"No available memory for the cache blocks|(?i:not enough (?:gpu )?memory .*kv cache)|"
+                # vLLM V1's too-small pool: v1/core/kv_cache_utils.py (0.11.1), v1/core/kv_cache_planning.py (0.33.0)
+                r"KV cache is needed, which is larger than the available KV cache memory|"
                 r"(?i:kv cache .*(?:insufficient|not enough))",
     # Ray's memory monitor (raylet): "Task was killed due to the node running low on memory" up to 2.54.1, "N worker(s)
     # were killed due to ..." from 2.55.0; "exceeds the memory usage threshold" until 2.55, "Memory usage NB exceeded
