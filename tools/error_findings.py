@@ -186,6 +186,8 @@ def explained(crashes: list[Event], findings: list[Finding]) -> bool:
     series symptom, and not a dead actor or timeout logged after the crash), or any finding citing their lines."""
     lines = {n for e in crashes for n in e.lines}
     first = min(e.line for e in crashes)
+    if findings and not any(e.fields.get("exc_type") or e.fields.get("class") != UNKNOWN.name for e in crashes):
+        return True  # only a traceback cut before its exception line: another finding says more
     for f in findings:
         cited = {e.line for e in f.evidence}
         if cited & lines:

@@ -450,7 +450,10 @@ def _classes() -> tuple[ErrorClass, ...]:
             "checkpoint_files_missing", "checkpoint_load_error", "A checkpoint or model file is missing",
             text=r"does not appear to have a file named|No such file or directory: \S*(?:ckpt|checkpoint|global_step|"
                  r"iter_\d+|safetensors|\.bin\b|\.pt\b|model_optim_rng|latest_checkpointed_iteration|config\.json)|"
-                 r"(?i:no checkpoint found|checkpoint (?:not found|does not exist))", line_level=True,
+                 # a fresh run that finds nothing to resume says so and goes on: not a failure
+                 r"(?i:no checkpoint found|checkpoint (?:not found|does not exist))"
+                 r"(?![^\n]*(?i:from scratch|start(?:ing)? (?:fresh|from random|from step 0)|from the beginning))",
+            line_level=True,
             cause="The path given to load (model, checkpoint to resume, converted weights) lacks the file the loader "
                   "expects: a wrong path, an unfinished save, or a layout from another framework version.",
             check="the path in the message, what the checkpoint folder really holds, and the resume/load settings.",
