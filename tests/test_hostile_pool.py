@@ -1,0 +1,134 @@
+"""Issue 21's blocking and runaway attacks through a real MCP server (in-process SDK client) whose heavy calls
+run in worker processes: each is answered within 15 s with a clear error or an "unknown", the process tree
+stays small, and the server answers another call afterwards. Inputs (FIFOs, links to /dev/zero, a tokenizer.json
+whose normalizer multiplies its input) are made at test time."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from grpo_debug.server.app import build_server
+from grpo_debug.server.limits import Limits
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+BUDGET_S = 15.0
+
+
+def _text(r) -> str:
+    return " ".join(getattr(x, "text", "") for x in r.content)
+
+
+def _server(root: Path, **kw):
+    return build_server(allowed_roots=[root], limits=Limits(**{"workers": 2, "queue": 2, "call_timeout": 5.0,
+                                                               "pool": "process", **kw}))
+
+
+def _children_rss_mb() -> list[float]:
+    """VmRSS (MB) of each descendant of this process (the zygote, the workers, their children)."""
+    me, out = os.getpid(), []
+    parents = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    tree, todo = set(), [me]
+    while todo:
+        p = todo.pop()
+        for c, pp in parents.items():
+            if pp == p and c not in tree:
+                tree.add(c)
+                todo.append(c)
+    for pid in tree:
+        try:
+            out += [int(ln.split()[1]) / 1024 for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if ln.startswith("VmRSS:")]
+        except OSError:
+            pass
+    return out
+
+
+async def _timed(c, tool: str, args: dict) -> tuple[object, float]:
+    t = time.monotonic()
+    r = await c.call_tool(tool, args)
+    return r, time.monotonic() - t
+
+
+async def test_estimate_config_json_fifo_or_dev_zero_is_unknown_at_once(tmp_path):
+    os.mkfifo(tmp_path / "config.json")
+    zero = tmp_path / "zero"
+    zero.mkdir()
+    (zero / "config.json").symlink_to("/dev/zero")
+    async with Client(_server(tmp_path)) as c:
+        for target, words in ((tmp_path / "config.json", "FIFO"), (zero, "device")):
+            r, took = await _timed(c, "probe_host", {"estimate": {"config_json": str(target), "zero_stage": 3}})
+            assert took < BUDGET_S
+            text = json.dumps(r.structured_content) if r.structured_content else _text(r)
+            assert words in text and "not a regular file" in text, text[:800]
+        r = await c.call_tool("triage", {"text": "step:1 - actor/grad_norm:nan\n"})
+        assert not r.is_error
+
+
+async def test_tokenizer_whose_normalizer_multiplies_the_stop_string_is_unknown(tmp_path):
+    pytest.importorskip("tokenizers")
+    norm = {"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": "a"},
+                                                 "content": "a" * 10}] * 12}
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": norm,
+           "pre_tokenizer": None, "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": {"a": 0, "[UNK]": 1}, "unk_token": "[UNK]"}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(tok, separators=(",", ":")))
+    peak: list[float] = []
+    async with Client(_server(tmp_path, call_timeout=30.0)) as c:
+        async def sample() -> None:
+            while True:
+                peak.extend(_children_rss_mb())
+                await anyio.sleep(0.05)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample)
+            r, took = await _timed(c, "probe_host", {"tokenizer": str(tmp_path), "stop": ["</a>"]})
+            tg.cancel_scope.cancel()
+        assert took < BUDGET_S, took
+        tokr = (r.structured_content or {}).get("tokenizer") or {}
+        assert tokr.get("unknown") and "memory limit" in tokr.get("reason", ""), (r.structured_content or _text(r))
+        assert peak and max(peak) < 512 + 64, max(peak)
+        r = await c.call_tool("suggest", {"text": "loss is nan"})
+        assert not r.is_error
+
+
+async def test_a_12_mib_suggest_is_cut_and_answers_in_seconds(tmp_path):
+    async with Client(_server(tmp_path)) as c:
+        r, took = await _timed(c, "suggest", {"text": "reward collapse after step 40 " * (12 * 2**20 // 30)})
+        assert not r.is_error and took < BUDGET_S, (took, _text(r)[:300])
+        assert "only the first 65536" in r.structured_content["summary"]
+
+
+async def test_fifos_in_a_run_folder_never_fill_the_pool(tmp_path):
+    """Two triage calls on run folders whose metric store holds a FIFO; whether the readers refuse it or block on
+    it, the answers come within the budget and a third call is served."""
+    run = tmp_path / "mlruns" / "0" / "abc123"
+    for sub in ("params", "metrics"):
+        (run / sub).mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_id: abc123\nstatus: 3\n")
+    (run / "metrics" / "loss").write_text("1700000000000 0.5 1\n1700000001000 nan 2\n")
+    os.mkfifo(run / "params" / "lr")
+    os.mkfifo(run / "metrics" / "grad_norm")
+    async with Client(_server(tmp_path)) as c:
+        out: list = []
+
+        async def one() -> None:
+            out.append(await _timed(c, "triage", {"path": str(tmp_path / "mlruns")}))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+        assert len(out) == 2 and all(took < BUDGET_S for _, took in out), [t for _, t in out]
+        r, took = await _timed(c, "triage", {"text": "step:1 - actor/grad_norm:nan\n"})
+        assert not r.is_error and took < BUDGET_S
