@@ -184,7 +184,7 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
                        "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
     partial = []
     if sparse.capped:
-        partial.append(f"only the first {sparse.capped / 2**30:g} GiB of the decompressed log were read (the input "
+        partial.append(f"only the first {sparse.capped / 2**30:.3g} GiB of the decompressed log were read (the input "
                        f"cap), up to line {_n(sparse.total_lines)}: anything later in the run is not seen; decompress "
                        "it and split it to triage the rest")
     if sparse.ended_early:

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from grpo_debug.tools.engine.events import EVENT_PATTERNS
-from grpo_debug.tools.engine.line_quota import HEAD, TRACE, Dropped, Keeper, split_noisy
-from grpo_debug.tools.engine.prefilter import _Engine
+from grpo_debug.tools.engine.line_quota import _KEEP, HEAD, TRACE, Dropped, Keeper, keep_lines, split_noisy  # noqa: F401
+from grpo_debug.tools.engine.prefilter import _Engine, cached_engine
 from grpo_debug.tools.engine.regex_literals import top_level_branches
 from grpo_debug.tools.engine.verl_lines import VerlTemplates
 
@@ -46,6 +46,9 @@ MAX_COPIES = 1000  # (kept for callers that read it; quotas now bound repeated l
 # of a .gz/.zst log: the rest is not read (the summary says so). Memory is bounded whatever the size (streaming);
 # the cap bounds the time a decompression bomb can take (the MCP server's per-call deadline also does).
 MAX_DECOMPRESSED_BYTES = 16 * 2**30
+# a compressed log is read up to MAX_RATIO times its size on disk (at least RATIO_FLOOR bytes): a real console log
+# compresses 5-30x; a 1 MiB gzip of newlines holds 1 GiB (issue 21: five of them in a folder took 25 s)
+MAX_RATIO, RATIO_FLOOR = 100, 64 << 20
 HIT_LIMIT = 60_000     # prefilter hits per chunk before the chunk is looked at for a flood of chatter
 MAX_REBUILDS = 6       # times the prefilter is rebuilt without chatter patterns
 
@@ -174,7 +177,7 @@ def _add_context(starts: dict[int, set[int]], chunk: bytes, pending: int, line_n
                 break
             mark(e, TRACE)
     e = 0
-    for _ in range(max(0, HEAD_LINES - line_no)):  # the head of the file
+    for _ in range(max(0, _KEEP.get()[0] - line_no)):  # the head of the file
         mark(e, HEAD)
         e = chunk.find(b"\n", e) + 1
         if e <= 0 or e >= len(chunk):
@@ -214,7 +217,7 @@ class _Scanner:
     def __init__(self, patterns: list[tuple[str, bool]], store, source, spool):
         self.patterns = list(patterns)
         self.active = list(range(len(patterns)))  # pattern ids the engine scans for, in its order
-        self.eng = _Engine(patterns)
+        self.eng = cached_engine(patterns)
         self.scratch: dict = {}  # buffers reused from chunk to chunk
         self.tb_pid = next((i for i, (p, _) in enumerate(patterns) if p == TRACEBACK_MARKER), None)
         self.metric = set(range(len(METRIC_MARKERS))) | {HEAD}
@@ -283,7 +286,7 @@ class _Scanner:
                 self.active.append(q)
                 self.parent[q] = self.parent.get(p, p)
                 self.keeper.add_pattern(q, b)
-        self.eng = _Engine([self.patterns[i] for i in self.active])
+        self.eng = cached_engine([self.patterns[i] for i in self.active])
         self.rebuilds += 1
 
     def chunk(self, chunk: bytes, line_no: int, base: int | None, pending: int) -> tuple[int, int]:
@@ -385,9 +388,10 @@ class _Scanner:
 def _tail(last_chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
     """The file's last TAIL_LINES lines (a hang shows at the bottom), cut from the last chunks from their end."""
     tail: list[tuple[int, bytes]] = []
+    keep = _KEEP.get()[1]
     for base, ch in last_chunks:
         start = len(ch)
-        for _ in range(TAIL_LINES):
+        for _ in range(keep):
             nl = ch.rfind(b"\n", 0, max(0, start - 1))
             start = nl + 1
             if nl < 0:
@@ -395,7 +399,7 @@ def _tail(last_chunks: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
         part = ch[start:].split(b"\n")[:-1]
         first = base + ch.count(b"\n", 0, start) + 1
         tail += [(first + i, ln) for i, ln in enumerate(part)]
-    return tail[-TAIL_LINES:] if TAIL_LINES else []
+    return tail[-keep:] if keep else []
 
 
 def _report(progress, done: int, total: int | None, phase: str) -> None:
@@ -534,7 +538,8 @@ def scan_file(path: str | os.PathLike, rule_patterns: Iterable[str | tuple[str, 
         with stream:
             return scan_stream(stream, rule_patterns, size=size, progress=progress, store=store,
                                position=position if raw is not None else None,
-                               max_bytes=max_bytes if max_bytes is not None else (MAX_DECOMPRESSED_BYTES if raw else None))
+                               max_bytes=max_bytes if max_bytes is not None else (
+                                   min(MAX_DECOMPRESSED_BYTES, max(RATIO_FLOOR, MAX_RATIO * size)) if raw else None))
     finally:
         if raw is not None:
             raw.close()

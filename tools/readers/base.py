@@ -243,7 +243,7 @@ def sqlite_tables(con) -> dict[str, list[str]]:
     for name, sql in rows:
         if sql and sql.lstrip().upper().startswith("CREATE VIRTUAL"):
             continue
-        out[name] = [r[1] for r in con.execute(f'PRAGMA table_info("{_ident(name)}")').fetchall()]
+        out[name] = [r[1] for r in con.execute(f'PRAGMA table_xinfo("{_ident(name)}")').fetchall()]
     return out
 
 
@@ -251,20 +251,27 @@ def _ident(name: str) -> str:
     return str(name).replace('"', '""')
 
 
+def table_refusal(con, name: str) -> str | None:
+    """Why table ``name`` is not read (a view, a virtual table, generated or hidden columns, whose expressions
+    run on every read), or None when it is an ordinary table with declared columns only (or absent)."""
+    row = con.execute("SELECT type, sql FROM sqlite_master WHERE name=?", (name,)).fetchone()
+    if row is None:
+        return None
+    typ, sql = row
+    if typ != "table" or (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+        return f"'{name}' is a {'virtual table' if typ == 'table' else typ}, not a table; not read"
+    hidden = [r[1] for r in con.execute(f'PRAGMA table_xinfo("{_ident(name)}")').fetchall() if r[6]]
+    if hidden:
+        return f"table '{name}' has generated or hidden columns ({', '.join(map(str, hidden[:3]))}); not read"
+    return None
+
+
 def check_tables(con, names) -> None:
-    """Refuse (StoreRefused) unless each of ``names`` is an ordinary table with declared columns only: a view, a
-    virtual table or a generated column (whose expression runs on every read) is not read."""
+    """Raise StoreRefused unless each of ``names`` is an ordinary table (see :func:`table_refusal`)."""
     for name in names:
-        row = con.execute("SELECT type, sql FROM sqlite_master WHERE name=?", (name,)).fetchone()
-        if row is None:
-            continue
-        typ, sql = row
-        if typ != "table" or (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
-            raise StoreRefused(f"'{name}' is a {'virtual table' if typ == 'table' else typ}, not a table; not read")
-        hidden = [r[1] for r in con.execute(f'PRAGMA table_xinfo("{_ident(name)}")').fetchall() if r[6]]
-        if hidden:
-            raise StoreRefused(f"table '{name}' has generated or hidden columns ({', '.join(map(str, hidden[:3]))}); "
-                               "not read")
+        why = table_refusal(con, name)
+        if why:
+            raise StoreRefused(why)
 
 
 def first_bytes(path: str, n: int) -> bytes:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import os
 
-from .base import FLOAT_MAX, Limits, Sink, StoreRun, bounded_lines, check_tables, open_sqlite_ro, parse_scalar
+from .base import (FLOAT_MAX, Limits, Sink, StoreRun, bounded_lines, check_tables, open_sqlite_ro, parse_scalar,
+                   table_refusal)
 
 _STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
 
@@ -41,7 +42,7 @@ def read_mlflow_sqlite(path: str, limits: Limits) -> list[StoreRun]:
     con, note = open_sqlite_ro(path)
     name = os.path.basename(path)
     try:
-        check_tables(con, ("runs", "params", "tags", "metrics"))
+        check_tables(con, ("runs", "metrics"))
         runs = {}
         cols = {r[1] for r in con.execute('PRAGMA table_info("runs")')}
         sel = ", ".join(c if c in cols else "NULL" for c in
@@ -60,12 +61,20 @@ def read_mlflow_sqlite(path: str, limits: Limits) -> list[StoreRun]:
 
 
 def _params(con, runs: dict, path: str) -> None:
-    for key, value, uuid in con.execute("SELECT key, value, run_uuid FROM params"):
-        r = runs.get(uuid)
-        if r is not None:
-            r.config[key.replace("/", ".")] = parse_scalar(value)
     import sqlite3
 
+    first = next(iter(runs.values()), None)
+    for table in ("params", "tags"):
+        why = table_refusal(con, table)
+        if why and first is not None:
+            first.notes.append(why)
+    if table_refusal(con, "params") is None:
+        for key, value, uuid in con.execute("SELECT key, value, run_uuid FROM params"):
+            r = runs.get(uuid)
+            if r is not None:
+                r.config[str(key).replace("/", ".")] = parse_scalar(str(value))
+    if table_refusal(con, "tags") is not None:
+        return
     try:
         for key, value, uuid in con.execute("SELECT key, value, run_uuid FROM tags"):
             r = runs.get(uuid)

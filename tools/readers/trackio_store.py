@@ -15,7 +15,7 @@ import json
 import os
 
 from .base import (Limits, Sink, StoreRun, as_number, bump, check_tables, count_note, flatten, open_sqlite_ro,
-                   sqlite_tables)
+                   sqlite_tables, table_refusal)
 
 
 def is_trackio(tables: dict[str, list[str]]) -> bool:
@@ -27,8 +27,12 @@ def read_trackio(path: str, limits: Limits) -> list[StoreRun]:
     con, note = open_sqlite_ro(path)
     name = os.path.basename(path)
     try:
-        check_tables(con, ("metrics", "configs", "system_metrics"))
+        check_tables(con, ("metrics",))
         tables = sqlite_tables(con)
+        notes = [w for w in (table_refusal(con, t) for t in ("configs", "system_metrics")) if w]
+        for t in ("configs", "system_metrics"):
+            if table_refusal(con, t):
+                tables.pop(t, None)
         idcol = "run_id" if "run_id" in tables.get("metrics", []) else "run_name"
         runs: dict[str, StoreRun] = {}
 
@@ -39,6 +43,7 @@ def read_trackio(path: str, limits: Limits) -> list[StoreRun]:
                 r.summary["run_name"] = rname
                 if note:
                     r.notes.append(note)
+                r.notes += notes
             return r
 
         if "configs" in tables:

@@ -28,6 +28,10 @@ from grpo_debug.tools.engine.metrics import MetricTable, Point, Record
 from grpo_debug.tools.engine.normalize import Line
 
 KEYS_PER_LINE = 40
+SHARED_TOTAL_BYTES = 8 << 20  # logs of a folder above this in all are streamed with one budget of kept lines
+SHARED_MIN_BYTES = 256 << 10
+SHARED_MIN_HEAD, SHARED_MIN_TAIL = 200, 100
+STORE_NOTES = 8
 _STORE_FRAMEWORK = {"verl_jsonl": "verl", "trainer_state": "trl", "deepspeed_csv": "deepspeed"}
 
 
@@ -86,6 +90,7 @@ class Merged:
     bytes_read: int = 0
     lines_read: int = 0
     store_kinds: list[str] = field(default_factory=list)
+    rules: object = None  # the rule base, for a store's console streamed as a log
 
     def locate(self, no: int) -> tuple[str, int, bool] | None:
         """(file relative to the folder, its own line number, synthetic store line?) of merged line ``no``."""
@@ -127,7 +132,7 @@ def _append(m: Merged, ctx: Context, lines: list[Line], n_lines: int, rel: str, 
     m.ctx.events += [Event(e.kind, [n + off for n in e.lines], e.text, e.fields) for e in ctx.events]
 
 
-def _read_text(t, rb, lim, progress=None) -> tuple[Context, list[Line], int, str, list[str]]:
+def _read_text(t, rb, lim, shared: bool = False) -> tuple[Context, list[Line], int, str, list[str]]:
     """(context, lines, line count, how, notes) of one text file."""
     from grpo_debug.tools.inputs import is_compressed, read_input
     from grpo_debug.tools.triage import build_context
@@ -135,7 +140,7 @@ def _read_text(t, rb, lim, progress=None) -> tuple[Context, list[Line], int, str
     from pathlib import Path
 
     p = Path(t.path)
-    if t.role == "log" and (t.size > lim.stream_bytes or is_compressed(p)):
+    if t.role == "log" and (t.size > lim.stream_bytes or is_compressed(p) or (shared and t.size > SHARED_MIN_BYTES)):
         return _read_sparse(p, rb)
     s, _label, notes, hint = read_input(None, t.path)
     ctx, lines = build_context(s, hint)
@@ -154,13 +159,27 @@ def _read_sparse(p, rb) -> tuple[Context, list[Line], int, str, list[str]]:
 
 def merge_texts(m: Merged, inv, rb, lim, progress=None) -> None:
     """Read every text input of the inventory into ``m`` (a bound on total bytes is a skipped note)."""
+    from grpo_debug.tools.engine.large_logs import HEAD_LINES, TAIL_LINES, keep_lines
+
     total = sum(t.size for t in inv.texts)
+    m.rules = rb
+    logs = [t for t in inv.texts if t.role == "log"]
+    # many logs (rank logs, a sweep): all streamed with one budget of kept lines, so a folder costs what the same
+    # bytes cost as one file (60 rank logs of 86 MB: 45 s and 755 MB when each was read whole)
+    shared = len(logs) > 1 and sum(t.size for t in logs) > SHARED_TOTAL_BYTES
+    head = max(SHARED_MIN_HEAD, HEAD_LINES // max(1, len(logs))) if shared else HEAD_LINES
+    tail = max(SHARED_MIN_TAIL, TAIL_LINES // max(1, len(logs))) if shared else TAIL_LINES
+    with keep_lines(head, tail, len(logs) if shared else 1):
+        _merge_each(m, inv, rb, lim, progress, total, shared)
+
+
+def _merge_each(m: Merged, inv, rb, lim, progress, total: int, shared: bool) -> None:
     for t in inv.texts:
         if m.bytes_read + min(t.size, lim.stream_bytes) > lim.max_total_bytes:
             m.skipped.append(f"{t.rel}: not read (more than {lim.max_total_bytes >> 20} MiB of text read in all)")
             continue
         try:
-            ctx, lines, n, how, notes = _read_text(t, rb, lim)
+            ctx, lines, n, how, notes = _read_text(t, rb, lim, shared)
         except Exception as e:  # noqa: BLE001 - one unreadable file must not stop the others
             m.skipped.append(f"{t.rel}: cannot read ({type(e).__name__}: {str(e)[:120]})")
             continue
@@ -231,6 +250,17 @@ def merge_store(m: Merged, run, rel: str, have: set[tuple[str, float]]) -> None:
         ctx, lines = build_context("\n".join(run.console))
         _append(m, ctx, lines, len(lines), f"{rel} (console)")
         have |= {(k, p.step) for k, pts in ctx.metrics.series.items() for p in pts}
+    elif run.console_file:  # a console too big to hold (W&B files/output.log): streamed like any big log
+        from pathlib import Path
+
+        try:
+            ctx, lines, n, _how, notes = _read_sparse(Path(run.console_file), m.rules)
+        except Exception as e:  # noqa: BLE001 - the store's series are still read
+            m.skipped.append(f"{rel} (console): cannot read ({type(e).__name__}: {str(e)[:120]})")
+        else:
+            _append(m, ctx, lines, n, f"{rel} (console)")
+            m.skipped += [f"{rel} (console): {x}" for x in notes]
+            have |= {(k, p.step) for k, pts in ctx.metrics.series.items() for p in pts}
     ctx = empty_context()
     lines: list[Line] = []
     for k, v in run.config.items():
@@ -252,6 +282,9 @@ def merge_store(m: Merged, run, rel: str, have: set[tuple[str, float]]) -> None:
     if run.exit_code is not None:
         what += f", exit code {run.exit_code}"
     m.files.append(f"{rel}: {what}" + "".join(f"; {n}" for n in run.notes[:3]))
+    m.skipped += [f"{rel}: {n}" for n in run.notes[:STORE_NOTES]]  # what a reader skipped is coverage too
+    if len(run.notes) > STORE_NOTES:
+        m.skipped.append(f"{rel}: {len(run.notes) - STORE_NOTES} more reader notes")
     if run.kind not in m.store_kinds:
         m.store_kinds.append(run.kind)
 
