@@ -95,7 +95,7 @@ def error_findings(ctx: Context, by_no: dict, findings: list[Finding]) -> list[F
         f = _finding(BY_NAME.get(name, UNKNOWN), evs, symptom, by_no)
         _add_context(f, evs[0], by_no)
         out.append(f)
-    if crashes and not out and not explained(crashes, findings):
+    if crashes and not explained(crashes, findings) and not _follow(crashes, out):
         out.append(crash_finding(sorted(crashes, key=lambda e: e.line), ctx, by_no))
     if not findings and not out:
         nf = _nonfinite(ctx, by_no)
@@ -197,6 +197,17 @@ def explained(crashes: list[Event], findings: list[Finding]) -> bool:
         if f.symptom in _CONSEQUENCES and cited and min(cited) > first:
             continue
         return True
+    return False
+
+
+def _follow(crashes: list[Event], errors: list[Finding]) -> bool:
+    """Whether a classified error finding explains the crash records: any, except a dead actor or a collective
+    timeout first logged after the crash (those follow from it)."""
+    first = min(e.line for e in crashes)
+    for f in errors:
+        cited = [e.line for e in f.evidence]
+        if not (f.symptom in _CONSEQUENCES and cited and min(cited) > first):
+            return True
     return False
 
 

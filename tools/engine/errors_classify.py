@@ -57,7 +57,8 @@ _ANNOT = re.compile(r"^[│└├┌─\s]+[└├]")  # loguru variable annotat
 _RAY_TASK = re.compile(r"ray::[\w.<>]+\(\)")
 # frames that are not the decisive one: the standard library, torch internals, HTTP/async plumbing, Ray
 _PLUMBING = re.compile(r"/lib/python3[\d.]*/(?!site-packages)|/torch/(?:nn/modules|_dynamo|_inductor|"
-                       r"_functorch|autograd|utils/_contextlib|distributed/c10d_logger)|/httpx/|/httpcore/|/anyio/|"
+                       r"_functorch|autograd|utils/_contextlib|distributed/|_ops\.py|_tensor\.py|cuda/)|/httpx/|"
+                       r"/httpcore/|/anyio/|"
                        r"/asyncio/|/concurrent/futures/|/ray/_private/|/ray/util/|/ray/actor\.py|/ray/remote_function|"
                        r"/site-packages/(?:requests|urllib3|aiohttp|tenacity|click|typer|hydra|omegaconf)/|^<")
 _ERROR_LEVEL = re.compile(r"(?:^|\s)(?:ERROR|FATAL|CRITICAL)(?:\s|:|\]|$)")
