@@ -35,7 +35,7 @@ DS_BOTH = '{\n  "fp16": {"enabled": true},\n  "bf16": {"enabled": true},\n  "zer
 # (family, operation, kwargs) -> a check on the report; inputs are real formats
 CASES_TABLE = [
     ("playbook", "playbook", {}, lambda r: {i.id for i in r.items} >= {"cuda_stream_safety", "muon_clipping", "singleton_degeneration", "moe_fp16_nan"}),
-    ("playbook", "symptoms", {}, lambda r: len(r.items) == 19 and all(i.fields["causes"] for i in r.items if i.id == "nan_inf")),
+    ("playbook", "symptoms", {}, lambda r: len(r.items) == 20 and all(i.fields["causes"] for i in r.items if i.id == "nan_inf")),
     ("playbook", "fixes", {"text": "#8061"}, lambda r: r.items[0].id == "deepspeed-overlap-comm-compile-nan"),
     ("playbook", "gpu", {"gpu": "h100"}, lambda r: r.gpu.id == "h100_sxm" and r.gpu.fp8),
     ("nan_guide", "check", {"text": DS_BOTH}, lambda r: "precision-fp16-and-bf16" in r.rules),
