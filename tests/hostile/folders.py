@@ -64,7 +64,7 @@ def mlflow_db_generated_column(root: Path) -> Path:
     keep = [c for c in cols if c != "step"]
     con.execute("ALTER TABLE metrics RENAME TO metrics_old")
     con.execute(f"CREATE TABLE metrics ({', '.join(keep)}, step INTEGER GENERATED ALWAYS AS "
-                "(length(hex(zeroblob(200000000)))) VIRTUAL)")
+                "(length(hex(zeroblob(50000000)))) VIRTUAL)")
     con.execute(f"INSERT INTO metrics ({', '.join(keep)}) SELECT {', '.join(keep)} FROM metrics_old")
     con.execute("DROP TABLE metrics_old")
     con.commit()
