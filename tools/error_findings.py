@@ -4,9 +4,15 @@ ends with zero findings.
 Each error class (tools/engine/error_classes.py) whose symptom no rule finding already names becomes one
 finding: the class's title, the error named (type, message, decisive frame), its lines as evidence, the
 generic cause and what to check, citing the framework source of the error text. Rules that explain the error
-more specifically rank above it (its score stays below any rule hit's). An error the classifier has no class
-for still gets a low-confidence finding that names it and says what to paste next; so does a non-finite
-metric no rule explained.
+more specifically rank above it (its score stays below any rule hit's).
+
+An error the classifier has no class for, and the classes that say only that a process died (a native signal, a
+dead vLLM engine, an Ascend NPU error, a driver error in a compiled kernel without a cache to blame), become one
+``process_crash`` finding when no other finding explains them: the root error (the first full exception; a vLLM
+EngineDeadError points at the error printed above it) with its type, message and decisive frame, the records that
+followed it, and what to paste next; medium only when the process certainly died of it (:func:`_crash_confidence`).
+It is never config_error, and never ray_actor_died / collective_hang for passing through Ray or torch.distributed
+frames. A non-finite metric no rule explained gets a low-confidence finding too.
 """
 from __future__ import annotations
 
