@@ -239,3 +239,37 @@ def test_many_rank_logs_stay_in_bounded_memory(tmp_path):
     assert out is not None, r.stderr[-500:]
     assert rss < LIMIT_MB, f"{rss:.0f} MB"
     assert {"nan_inf", "cuda_oom"} <= {f["symptom"] for f in out["findings"]}
+
+
+def test_tensorboard_fast_path_reads_what_the_general_parser_reads():
+    """tfevents._simple (struct over add_scalar's layout) against the general protobuf walk, random events."""
+    import random
+    import struct
+
+    from grpo_debug.tools.readers import tfevents as T
+    from tests.hostile.tfwrite import event
+
+    rng = random.Random(7)
+    for i in range(500):
+        tag = "".join(rng.choice("ab/_xyzé") for _ in range(rng.randint(1, 60)))
+        step = rng.choice([0, 1, 127, 128, 10**6, 2**40, rng.randint(0, 2**62)])
+        val = struct.unpack("<f", struct.pack("<f", rng.uniform(-1e6, 1e6)))[0]
+        data = event(step, 1.7e9 + i, tag, val)
+        assert T._simple(data) is not None
+        fast, slow = {}, {}
+        T._event(data, "w", (0, i), fast, {})
+        T._event(data + b"\x38\x01", "w", (0, i), slow, {})  # a trailing field: not the fast layout
+        assert fast == slow
+
+
+@pytest.mark.slow
+def test_a_500k_point_tensorboard_folder_within_bounds(tmp_path):
+    from tests.hostile.tfwrite import write_run
+
+    (tmp_path / "tb").mkdir()
+    tags = ["actor/grad_norm", "actor/pg_loss", "critic/score/mean", "actor/entropy"] + [f"timing_s/x{i}" for i in range(79)]
+    assert write_run(str(tmp_path / "tb" / "events.out.tfevents.1.host"), 6000, tags, climb_from=3093) == 498_000
+    out, took, rss, r = _cli(tmp_path, timeout=120)
+    assert out is not None, r.stderr[-500:]
+    assert rss < LIMIT_MB, f"{rss:.0f} MB"
+    assert any(f["symptom"] == "grad_norm_spike" for f in out["findings"])
