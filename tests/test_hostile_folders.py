@@ -273,3 +273,18 @@ def test_a_500k_point_tensorboard_folder_within_bounds(tmp_path):
     assert out is not None, r.stderr[-500:]
     assert rss < LIMIT_MB, f"{rss:.0f} MB"
     assert any(f["symptom"] == "grad_norm_spike" for f in out["findings"])
+
+
+def test_plot_draws_millions_of_points_thinned_and_any_metric_name():
+    pytest.importorskip("matplotlib")
+    from types import SimpleNamespace as NS
+
+    from grpo_debug.tools.rundir.plot import MAX_DRAWN, render_png, thin
+
+    pts = [(float(i), float(i % 97)) for i in range(200_000)]
+    th = thin(pts)
+    assert len(th) <= MAX_DRAWN + 2 and max(v for _, v in th) == 96.0 and min(v for _, v in th) == 0.0
+    bad = NS(name="a/$\\frac{x}{\x1b]0;t\x07 $b_{", axis="step",
+             points=[NS(step=float(i), value=float(i % 7)) for i in range(50_000)])
+    png = render_png([bad], [("nan_inf", 5.0)], title="run $\\x$")  # invalid math markup: drawn as text
+    assert png.startswith(b"\x89PNG")

@@ -108,6 +108,16 @@ def render_png(series: list, marks: list[tuple[str, float]], title: str = "") ->
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    import warnings
+
+    with warnings.catch_warnings():  # a metric name's control bytes must not reach stderr through a warning
+        warnings.simplefilter("ignore")
+        return _render(plt, series, marks, title)
+
+
+def _render(plt, series: list, marks: list[tuple[str, float]], title: str) -> bytes:
+    import io
+
     n = max(1, len(series))
     cols = 1 if n == 1 else (2 if n <= 4 else 3)
     rows = math.ceil(n / cols)
@@ -117,7 +127,7 @@ def render_png(series: list, marks: list[tuple[str, float]], title: str = "") ->
     for ax, s in zip(axes.flat, series):
         _panel(ax, s, marks)
     if title:
-        fig.suptitle(title[-120:], fontsize=10)
+        fig.suptitle(_label(title[-120:]), fontsize=10, parse_math=False)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
@@ -125,8 +135,31 @@ def render_png(series: list, marks: list[tuple[str, float]], title: str = "") ->
     return buf.getvalue()
 
 
+MAX_DRAWN = 4000  # points drawn per panel: more are thinned to each bucket's min and max (a 2M-point series)
+
+
+def _label(text: str) -> str:
+    """A name as plain text for a title or legend: control characters dropped (never drawn as math markup:
+    the callers pass parse_math=False)."""
+    return "".join(ch for ch in str(text) if ch.isprintable())[:120]
+
+
+def thin(points: list[tuple[float, float]], limit: int = MAX_DRAWN) -> list[tuple[float, float]]:
+    """``points`` (step order) cut to about ``limit``: each bucket keeps its min and max in step order, so a spike
+    or a climb looks as it does in the full series."""
+    if len(points) <= limit:
+        return points
+    per = math.ceil(len(points) / (limit // 2))
+    out = []
+    for i in range(0, len(points), per):
+        b = points[i:i + per]
+        lo, hi = min(b, key=lambda p: p[1]), max(b, key=lambda p: p[1])
+        out += sorted({lo, hi})
+    return out
+
+
 def _panel(ax, s, marks) -> None:
-    fin = [(p.step, p.value) for p in s.points if math.isfinite(p.value)]
+    fin = thin([(p.step, p.value) for p in s.points if math.isfinite(p.value)])
     if fin:
         ax.plot([x for x, _ in fin], [v for _, v in fin], lw=1.2, color="#1f77b4")
         vals = [v for _, v in fin]
@@ -139,9 +172,9 @@ def _panel(ax, s, marks) -> None:
     hi = s.points[-1].step if s.points else 0
     for i, (sym, x) in enumerate(marks):
         if lo <= x <= hi:
-            ax.axvline(x, color=f"C{1 + i % 8}", ls="--", lw=1.0, label=f"{sym} @ {x:g}")
-    ax.set_title(s.name, fontsize=9)
-    ax.set_xlabel(s.axis, fontsize=8)
+            ax.axvline(x, color=f"C{1 + i % 8}", ls="--", lw=1.0, label=_label(f"{sym} @ {x:g}"))
+    ax.set_title(_label(s.name), fontsize=9, parse_math=False)
+    ax.set_xlabel(_label(s.axis), fontsize=8, parse_math=False)
     ax.tick_params(labelsize=7)
     if bad or marks:
         handles, labels = ax.get_legend_handles_labels()
