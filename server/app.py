@@ -30,6 +30,7 @@ from grpo_debug.server.limits import (TIMEOUT_ENV, Busy, Cancelled, DeadlineExce
                                       WorkerMemoryError)
 from grpo_debug.server.prompts import register_trigger_prompts as _register_trigger_prompts
 from grpo_debug.server.prompts import register_triage_prompt as _register_triage_prompt
+from grpo_debug.server.redact_answers import redact_answer, redacted_message
 from grpo_debug.server.paths import CLIENT_ROOTS, PathNotAllowed, client_roots, default_roots, resolve_path
 from grpo_debug.server.schemas import OptStr, argument_errors, compact_schema, shallow_schema
 from grpo_debug.skills.symptoms import SYMPTOMS
@@ -228,10 +229,12 @@ class GrpoDebugServer(MCPServer):
         roots = await client_roots(context) if self.trust_client_roots and context is not None else ()
         token = CLIENT_ROOTS.set(roots)
         try:
-            return await super().call_tool(name, arguments, context)
+            return redact_answer(await super().call_tool(name, arguments, context))  # secrets out, last step
         except ToolError as e:
             if type(e.__cause__).__name__ == "ValidationError" and hasattr(e.__cause__, "errors"):
                 raise ToolError(f"{name}: {argument_errors(e.__cause__)}") from None
+            if (msg := redacted_message(str(e))) is not None:
+                raise ToolError(msg) from None
             raise
         finally:
             CLIENT_ROOTS.reset(token)

@@ -299,15 +299,17 @@ def cmd_skill(args: argparse.Namespace) -> int:
 
 
 def _read_token(args: argparse.Namespace) -> str | None:
-    """The bearer token from --token-file, else $GRPO_DEBUG_TOKEN; None when neither is given."""
-    from grpo_debug.server.app import MIN_TOKEN_CHARS, TOKEN_ENV
+    """The bearer token from --token-file, else $GRPO_DEBUG_TOKEN; None when neither is given. CliError (exit 2)
+    when it cannot be read or fails the policy of server/token_policy.py (at least 32 characters and 128 bits)."""
+    from grpo_debug.server.http import TOKEN_ENV
+    from grpo_debug.server.token_policy import token_problem
 
     if args.token_file:
         try:
             with open(args.token_file, encoding="utf-8") as fh:
-                token = fh.read().strip()
-        except OSError as e:
-            raise CliError(f"--token-file {args.token_file}: cannot read: {e.strerror or e}") from None
+                token = fh.read(65536).strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise CliError(f"--token-file {args.token_file}: cannot read: {getattr(e, 'strerror', None) or e}") from None
         try:
             if os.stat(args.token_file).st_mode & 0o077:
                 print(f"{PROG}: warning: {args.token_file} is readable by other users; chmod 600 it",
@@ -320,17 +322,9 @@ def _read_token(args: argparse.Namespace) -> str | None:
         where = f"${TOKEN_ENV}"
         if not token:
             return None
-    if not token:
-        raise CliError(f"{where} is empty; put a random token in it (e.g. `openssl rand -hex 32`)")
-    if len(token) < MIN_TOKEN_CHARS or any(c.isspace() for c in token):
-        raise CliError(f"the token in {where} must be at least {MIN_TOKEN_CHARS} characters with no spaces "
-                       "(e.g. `openssl rand -hex 32`)")
-    from grpo_debug.server.http import weak_token
-
-    weak = weak_token(token)
-    if weak:
-        raise CliError(f"the token in {where} is easy to guess ({weak}); use a random one, e.g. "
-                       "`openssl rand -hex 32`")
+    problem = token_problem(token, where)
+    if problem:
+        raise CliError(problem)
     return token
 
 

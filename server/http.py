@@ -1,35 +1,20 @@
-"""Serving MCP over streamable HTTP: the bound address's Host/Origin validation, bearer-token auth and
-the request-body limit."""
+"""Serving MCP over streamable HTTP: the bound address's Host/Origin validation, bearer-token auth, the
+request-body limit, and the bounds on connections (server/http_conn.py) and sessions (server/http_sessions.py)."""
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 from typing import Any, Iterable
 
 from mcp.server.mcpserver import MCPServer
 
+from grpo_debug.server.http_conn import ConnectionGuard, GuardCaps, bearer_ok, guarded_protocol
+
 HTTP_MAX_BODY_BYTES = 24 * 2**20  # room for 16 MiB of text plus JSON escaping; above it the transport says 413
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "GRPO_DEBUG_TOKEN"
-MIN_TOKEN_CHARS = 16
-
-
-def weak_token(token: str) -> str | None:
-    """Why a bearer token is guessable (one character repeated, a repeated pattern, under ~40 bits even if
-    random over its own characters), or None."""
-    import math
-
-    distinct = len(set(token))
-    if distinct == 1:
-        return "one character repeated"
-    for p in range(1, len(token) // 2 + 1):
-        if len(token) % p == 0 and token == token[:p] * (len(token) // p):
-            return f"a {p}-character pattern repeated"
-    if len(token) * math.log2(distinct) < 40:
-        return f"only {distinct} distinct characters"
-    return None
+MIN_TOKEN_CHARS = 32  # the whole policy (and 128 bits of estimated entropy): server/token_policy.py
 
 
 def is_loopback(host: str) -> bool:
@@ -84,13 +69,7 @@ class BearerAuth:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        got = b""
-        for k, v in scope.get("headers") or ():
-            if k.lower() == b"authorization":
-                got = v
-                break
-        scheme, _, cred = got.partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(cred.strip(), self._token):
+        if not bearer_ok(scope.get("headers"), self._token):
             body = json.dumps({"error": "unauthorized", "message": "missing or wrong bearer token: send "
                                "'Authorization: Bearer <token>'"}).encode()
             await send({"type": "http.response.start", "status": 401,
@@ -103,9 +82,15 @@ class BearerAuth:
 
 # ---- bounds on sessions and connections (environment; defaults in parentheses) -----------------------------
 SESSION_IDLE_ENV = "GRPO_DEBUG_SESSION_IDLE_TIMEOUT"  # seconds a session may go without a request (300)
-MAX_SESSIONS_ENV = "GRPO_DEBUG_MAX_SESSIONS"          # open sessions; beyond, a new one gets 503 (1000)
+MAX_SESSIONS_ENV = "GRPO_DEBUG_MAX_SESSIONS"          # open sessions; beyond, an idle one is evicted (1000)
+MAX_PEER_SESSIONS_ENV = "GRPO_DEBUG_MAX_PEER_SESSIONS"  # open sessions of one address; beyond, likewise (256)
 IDLE_TIMEOUT_ENV = "GRPO_DEBUG_IDLE_TIMEOUT"          # seconds a connection may send nothing while awaited (30)
-MAX_CONNECTIONS_ENV = "GRPO_DEBUG_MAX_CONNECTIONS"    # concurrent connections+requests; beyond, 503 (512)
+HEAD_TIMEOUT_ENV = "GRPO_DEBUG_HEAD_TIMEOUT"          # seconds from accept to a complete request head (10)
+BODY_TIMEOUT_ENV = "GRPO_DEBUG_BODY_TIMEOUT"          # seconds from accept to a complete request body (60)
+MAX_CONNECTIONS_ENV = "GRPO_DEBUG_MAX_CONNECTIONS"    # requests served at once; beyond, 503 (512)
+MAX_PEER_REQUESTS_ENV = "GRPO_DEBUG_MAX_PEER_REQUESTS"  # requests of one address served at once; 503 (256)
+MAX_PEER_PENDING_ENV = "GRPO_DEBUG_MAX_PEER_PENDING"  # connections of one address without an authorized head;
+                                                      # beyond, its oldest is closed (128)
 
 
 def _env_limit(name: str, default: float) -> float:
@@ -123,53 +108,31 @@ def _env_limit(name: str, default: float) -> float:
 
 def http_app(server: MCPServer, *, host: str = "127.0.0.1", stateless: bool = False, token: str | None = None,
              allow_hosts: Iterable[str] = (), json_response: bool | None = None) -> Any:
-    """The streamable-HTTP ASGI app at /mcp with Host/Origin validation and, with a token, bearer auth.
-    ``stateless`` (replicas behind a load balancer): no sessions, plain JSON responses. Sessions expire after
-    ${GRPO_DEBUG_SESSION_IDLE_TIMEOUT} idle seconds and at most ${GRPO_DEBUG_MAX_SESSIONS} are open at once."""
+    """The streamable-HTTP ASGI app at /mcp with Host/Origin validation and, with a token, bearer auth (checked
+    first, before any session work). ``stateless`` (replicas behind a load balancer): no sessions, plain JSON
+    responses. Sessions expire after ${GRPO_DEBUG_SESSION_IDLE_TIMEOUT} idle seconds; past
+    ${GRPO_DEBUG_MAX_SESSIONS} open (or ${GRPO_DEBUG_MAX_PEER_SESSIONS} of one address) an idle one is evicted
+    (server/http_sessions.py). Raises ValueError for a malformed setting."""
+    from grpo_debug.server.http_sessions import SessionGuard
+
+    total = int(_env_limit(MAX_SESSIONS_ENV, 1000))
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=stateless,
         json_response=stateless if json_response is None else json_response,
         transport_security=transport_security_for(host, allow_hosts), host=host,
         max_request_body_size=HTTP_MAX_BODY_BYTES,
-        session_idle_timeout=_env_limit(SESSION_IDLE_ENV, 300.0),
-        max_sessions=int(_env_limit(MAX_SESSIONS_ENV, 1000)))
+        session_idle_timeout=_env_limit(SESSION_IDLE_ENV, 300.0), max_sessions=total)
+    if not stateless:
+        app = SessionGuard(app, server.session_manager, total=total,
+                           per_peer=int(_env_limit(MAX_PEER_SESSIONS_ENV, 256)))
     return BearerAuth(app, token) if token else app
 
 
-def idle_timeout_protocol(idle: float) -> type:
-    """uvicorn's h11 protocol that closes a connection which sends nothing for ``idle`` seconds while the server
-    waits for it: a fresh connection without a request, headers that never end, a request body that stops, a
-    kept-alive connection. A request being served (an open SSE stream included) is not idle."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class IdleTimeoutH11(H11Protocol):
-        def connection_made(self, transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._last_rx = self.loop.time()
-            self._idle_handle = self.loop.call_later(idle, self._idle_check)
-
-        def data_received(self, data: bytes) -> None:
-            self._last_rx = self.loop.time()
-            super().data_received(data)
-
-        def connection_lost(self, exc) -> None:
-            handle = getattr(self, "_idle_handle", None)
-            if handle is not None:
-                handle.cancel()
-            super().connection_lost(exc)
-
-        def _idle_check(self) -> None:
-            if self.transport.is_closing():
-                return
-            c = self.cycle
-            awaited = c is None or c.response_complete or (c.more_body and not c.response_started)
-            quiet = self.loop.time() - self._last_rx
-            if awaited and quiet >= idle:
-                self.transport.close()
-                return
-            self._idle_handle = self.loop.call_later(max(0.5, idle - quiet if awaited else idle), self._idle_check)
-
-    return IdleTimeoutH11
+def connection_guard() -> ConnectionGuard:
+    """The per-address connection and request caps from the environment (server/http_conn.py)."""
+    return ConnectionGuard(GuardCaps(requests_total=int(_env_limit(MAX_CONNECTIONS_ENV, 512)),
+                                     requests_per_peer=int(_env_limit(MAX_PEER_REQUESTS_ENV, 256)),
+                                     pending_per_peer=int(_env_limit(MAX_PEER_PENDING_ENV, 128))))
 
 
 def _raise_fd_limit() -> None:
@@ -195,13 +158,21 @@ def _few_malloc_arenas() -> None:
         pass
 
 
-def run_http(server: MCPServer, *, host: str, port: int, **kw: Any) -> None:
+def run_http(server: MCPServer, *, host: str, port: int, token: str | None = None, **kw: Any) -> None:
+    """Serve ``server`` over streamable HTTP on ``host``:``port`` until interrupted (uvicorn, h11). Request heads
+    must be complete ${GRPO_DEBUG_HEAD_TIMEOUT} s after accept and bodies ${GRPO_DEBUG_BODY_TIMEOUT} s (408 and
+    closed otherwise); connections and requests are capped per address (server/http_conn.py). Raises OSError
+    when the address cannot be bound, ValueError for a malformed setting."""
     import uvicorn
 
+    from grpo_debug.server.clip import clip_log_records
+
     _few_malloc_arenas()
-    app = http_app(server, host=host, **kw)
+    app = http_app(server, host=host, token=token, **kw)
     idle = _env_limit(IDLE_TIMEOUT_ENV, 30.0)
+    protocol = guarded_protocol(connection_guard(), head_s=_env_limit(HEAD_TIMEOUT_ENV, 10.0),
+                                body_s=_env_limit(BODY_TIMEOUT_ENV, 60.0), idle_s=idle, token=token)
     _raise_fd_limit()
+    clip_log_records()
     uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5,
-                http=idle_timeout_protocol(idle), timeout_keep_alive=int(min(5, max(1, idle))),
-                limit_concurrency=int(_env_limit(MAX_CONNECTIONS_ENV, 512)))
+                http=protocol, timeout_keep_alive=int(min(5, max(1, idle))), h11_max_incomplete_event_size=16384)

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # real servers on real socke
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-TOKEN = "t0ken-" + "x" * 26
+TOKEN = "9f2c41d7b08e5a63c1f47e2d90b8a5c3e7d16f04a29b8c5e3f71d0a6b4c92e58"  # 256 bits, as `openssl rand -hex 32`
 
 
 def free_port() -> int:
@@ -68,7 +68,7 @@ def test_non_loopback_bind_without_token_refuses_to_start(tmp_path):
     bad.write_text("abc\n")
     p = subprocess.run([sys.executable, "-m", "grpo_debug.server.cli", "serve", "--transport", "http", "--host",
                         "0.0.0.0", "--token-file", str(bad)], capture_output=True, text=True, timeout=60, env=env)
-    assert p.returncode == 2 and "at least 16 characters" in p.stderr, p.stderr
+    assert p.returncode == 2 and "at least 32 characters" in p.stderr and "openssl rand -hex 32" in p.stderr, p.stderr
     p = subprocess.run([sys.executable, "-m", "grpo_debug.server.cli", "serve", "--transport", "http", "--host",
                         "0.0.0.0", "--token-file", str(tmp_path / "missing")], capture_output=True, text=True,
                        timeout=60, env=env)

@@ -78,6 +78,7 @@ def test_every_documented_word_is_a_secret_word():
     "if token == expected:", "KeyError: 'input_key'", "hub_private_repo: true", "key: val_loss",
     "step:10 loss:0.31 reward:0.5", "http://localhost:8265/#/jobs", "https://github.com/volcengine/verl",
     "ray.init(address='ray://head:10001')", "ssh-keygen -t ed25519",
+    "/etc/passwd: outside the allowed roots (allowed roots: /work)", "see ./secrets/token: a folder",
 ])
 def test_must_survive(text):
     assert redact(text) == text
@@ -241,3 +242,31 @@ def test_an_edit_never_rewrites_a_line_that_holds_a_secret(tmp_path, capsys):
     lines = f.read_text().splitlines()
     assert lines[3] == f'  "gradient_clipping": 0.0, "wandb_api_key": "{key}",'  # untouched, secret intact
     assert '"enabled": false' in lines[5]  # the other edits were written
+
+
+@pytest.mark.anyio
+async def test_every_mcp_answer_is_redacted_at_the_last_step_line_numbers_kept(tmp_path):
+    """A secret on an evidence line (a launch line echoed in the log) leaves the MCP answer redacted in its text
+    and its structured content; the finding, its line numbers and the other evidence are the CLI's."""
+    from mcp import Client
+
+    from grpo_debug.server.app import build_server
+    from grpo_debug.tools.triage import triage
+
+    tok, pw = "hf_" + _value() + "abcdefgh", _value()
+    lines = [f"step:{s} - actor/grad_norm:{'nan' if s >= 3 else 1.0} - actor/entropy:1.1" for s in range(1, 6)]
+    lines[2] += f" HF_TOKEN={tok} RAY_ADDRESS=ray://me:{pw}@head:10001"
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    plain = triage(path=str(log))
+    async with Client(build_server(allowed_roots=[tmp_path])) as c:
+        r = await c.call_tool("triage", {"path": str(log)})
+        bad = await c.call_tool("triage", {"path": str(tmp_path / f"x HF_TOKEN={tok}")})
+    assert not r.is_error
+    text, sc = r.content[0].text, r.structured_content
+    assert tok not in text and pw not in text and tok not in str(sc) and pw not in str(sc)
+    assert [f["symptom"] for f in sc["findings"]] == [f.symptom for f in plain.findings]
+    ev = [(e["line"], e["text"]) for f in sc["findings"] for e in f["evidence"]]
+    assert [n for n, _ in ev] == [e.line for f in plain.findings for e in f.evidence][:len(ev)]
+    assert any(n == 3 and "HF_TOKEN=hf_***" in t and "ray://me:***@head" in t for n, t in ev), ev
+    assert bad.is_error and tok not in bad.content[0].text  # error messages too

@@ -801,11 +801,17 @@ def test_abandoned_sessions_expire_and_are_capped(serve_http):
 
     with serve_http(env={"GRPO_DEBUG_MAX_SESSIONS": "3", "GRPO_DEBUG_SESSION_IDLE_TIMEOUT": "2"}) as (port, proc):
         url = f"http://127.0.0.1:{port}/mcp"
+        sids = []
         for _ in range(3):
-            assert httpx.post(url, json=_INIT, headers=_HDRS, timeout=10).status_code == 200
-        full = httpx.post(url, json=_INIT, headers=_HDRS, timeout=10)
-        assert full.status_code == 503 and "session" in full.text.lower(), full.text
+            r = httpx.post(url, json=_INIT, headers=_HDRS, timeout=10)
+            assert r.status_code == 200
+            sids.append(r.headers["mcp-session-id"])
+        full = httpx.post(url, json=_INIT, headers=_HDRS, timeout=10)  # issue 21: the oldest idle one makes room
+        assert full.status_code == 200, full.text
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        assert httpx.post(url, json=listing, headers={**_HDRS, "mcp-session-id": sids[0]}, timeout=10).status_code == 404
         time.sleep(4.5)
+        assert httpx.post(url, json=listing, headers={**_HDRS, "mcp-session-id": sids[2]}, timeout=10).status_code == 404
         ok = httpx.post(url, json=_INIT, headers=_HDRS, timeout=10)
         assert ok.status_code == 200, ok.text
         assert proc.poll() is None

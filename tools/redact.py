@@ -125,38 +125,42 @@ _SSH_PUB = re.compile(r"\b(ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-ssh-e
 _OPENSSH = re.compile(r"b3BlbnNzaC1rZXktdjE[0-9A-Za-z+/=]*")
 _B64_LINE = re.compile(r"^([ \t]*)([A-Za-z0-9+/]{60,}={0,2})([ \t]*)$", re.M)
 _URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,30}://)([^\s:/@'\"<>]*):([^\s@/'\"<>]+)@")
-_PREFIXES = [  # (pattern, kept prefix)
-    (re.compile(r"(?<![A-Za-z0-9_\-])(sk-ant-)[A-Za-z0-9_\-]{20,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_\-])(sk-(?:proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{20,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_])(hf_)[A-Za-z0-9]{30,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_)[A-Za-z0-9]{30,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_])(github_pat_)[A-Za-z0-9_]{30,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_\-])(xox[abposr]-)[A-Za-z0-9\-]{10,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9])((?:AKIA|ASIA))[0-9A-Z]{16}(?![0-9A-Za-z])"), None),
-    (re.compile(r"(?<![A-Za-z0-9_\-])(glpat-)[A-Za-z0-9_\-]{20,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_\-])(AIza)[0-9A-Za-z_\-]{35}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_])(npm_)[A-Za-z0-9]{36}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_\-])(pypi-)AgE[A-Za-z0-9_\-]{20,}"), None),
-    (re.compile(r"(?<![A-Za-z0-9_\-])()eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), None),
-    (re.compile(r"\b((?:Bearer|Basic|Token)[ \t]+)(?!\*)[A-Za-z0-9._~+/\-]{8,}=*"), None),
-    (re.compile(r"\b(wandb[ \t]+login[ \t]+(?:--?[\w-]+[ \t]+)*)(?![-*$<])\S{20,}"), None),
-    (re.compile(r"\b(machine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+)(?!\*)\S+"), None),
+_PREFIXES = [  # (pattern, literals one of which it needs)
+    (re.compile(r"(?<![A-Za-z0-9_\-])(sk-ant-)[A-Za-z0-9_\-]{20,}"), ("sk-ant-",)),
+    (re.compile(r"(?<![A-Za-z0-9_\-])(sk-(?:proj-|svcacct-|admin-)?)[A-Za-z0-9_\-]{20,}"), ("sk-",)),
+    (re.compile(r"(?<![A-Za-z0-9_])(hf_)[A-Za-z0-9]{30,}"), ("hf_",)),
+    (re.compile(r"(?<![A-Za-z0-9_])(gh[pousr]_)[A-Za-z0-9]{30,}"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (re.compile(r"(?<![A-Za-z0-9_])(github_pat_)[A-Za-z0-9_]{30,}"), ("github_pat_",)),
+    (re.compile(r"(?<![A-Za-z0-9_\-])(xox[abposr]-)[A-Za-z0-9\-]{10,}"), ("xox",)),
+    (re.compile(r"(?<![A-Za-z0-9])((?:AKIA|ASIA))[0-9A-Z]{16}(?![0-9A-Za-z])"), ("AKIA", "ASIA")),
+    (re.compile(r"(?<![A-Za-z0-9_\-])(glpat-)[A-Za-z0-9_\-]{20,}"), ("glpat-",)),
+    (re.compile(r"(?<![A-Za-z0-9_\-])(AIza)[0-9A-Za-z_\-]{35}"), ("AIza",)),
+    (re.compile(r"(?<![A-Za-z0-9_])(npm_)[A-Za-z0-9]{36}"), ("npm_",)),
+    (re.compile(r"(?<![A-Za-z0-9_\-])(pypi-)AgE[A-Za-z0-9_\-]{20,}"), ("pypi-",)),
+    (re.compile(r"(?<![A-Za-z0-9_\-])()eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), ("eyJ",)),
+    (re.compile(r"\b((?:Bearer|Basic|Token)[ \t]+)(?!\*)[A-Za-z0-9._~+/\-]{8,}=*"), ("Bearer", "Basic", "Token")),
+    (re.compile(r"\b(wandb[ \t]+login[ \t]+(?:--?[\w-]+[ \t]+)*)(?![-*$<])\S{20,}"), ("wandb",)),
+    (re.compile(r"\b(machine[ \t]+\S+[ \t]+login[ \t]+\S+[ \t]+password[ \t]+)(?!\*)\S+"), ("machine",)),
 ]
 _NAME = r"[A-Za-z_][\w.\-]*"
 _QVAL = r"\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
 #: NAME=value (export NAME=value, --name=value, key = "value"); not '==' (a comparison)
-_ASSIGN = re.compile(rf"(?<![\w.\-])(?P<name>-{{0,2}}{_NAME})(?P<sep>[ \t]*=(?!=)[ \t]*)"
+_ASSIGN = re.compile(rf"(?<![\w.\-/])(?P<name>-{{0,2}}{_NAME})(?P<sep>[ \t]*=(?!=)[ \t]*)"
                      rf"(?P<val>{_QVAL}|[^\s,;&|)}}\]\"'`]+)")
 #: name: value, "name": "value", 'name': value (a YAML, JSON or Python dict entry; a log's key: value)
-_COLON = re.compile(rf"(?<![\w.\-])(?P<q>[\"']?)(?P<name>{_NAME})(?P=q)(?P<sep>[ \t]*:(?!//)[ \t]*)"
+_COLON = re.compile(rf"(?<![\w.\-/])(?P<q>[\"']?)(?P<name>{_NAME})(?P=q)(?P<sep>[ \t]*:(?!//)[ \t]*)"
                     rf"(?P<val>{_QVAL}|[^\s,}}\]\"'#](?:(?![ \t]+{_NAME}[ \t]*[:=][ \t])[^\n,}}\]#])*?"
                     r"(?=[ \t]*(?:[,}\]#\n]|$)|[ \t]+[A-Za-z_][\w.\-]*[ \t]*[:=][ \t]))", re.M)
 #: --name value (a command-line flag and its argument)
 _FLAG = re.compile(rf"(?<![\w\-])(?P<name>--?[A-Za-z][\w.\-]*)(?P<sep>[ \t]+)(?P<val>{_QVAL}|(?![-\\])[^\s\"'`;|&]+)")
 
 
-#: A line holding a secret word (the named forms are looked for only there: a log's other lines cost one scan).
-_WORD_LINE = re.compile(r"^.*(?:TOKEN|KEY|SECRET|PASS|AUTH|CRED|COOKIE|SESSION|PRIVATE|CERT).*$", re.M | re.I)
+#: Anything any pattern below could start from (one scan: most strings of an answer hold none of these).
+_ANY = re.compile(r"PRIVATE KEY|ssh-|ecdsa-|b3BlbnNzaC1|://|hf_|gh[pousr]_|github_pat_|sk-|xox|AKIA|ASIA|glpat-|"
+                  r"AIza|npm_|pypi-|eyJ|Bearer|Basic|wandb|machine|TOKEN|KEY|SECRET|PASS|AUTH|CRED|COOKIE|"
+                  r"SESSION|PRIVATE|CERT|[A-Za-z0-9+/]{60}", re.I)
+#: A secret word (the named forms are looked for only on the lines holding one: other lines cost one scan).
+_WORD = re.compile(r"TOKEN|KEY|SECRET|PASS|AUTH|CRED|COOKIE|SESSION|PRIVATE|CERT", re.I)
 
 
 def _masked(val: str) -> str:
@@ -194,7 +198,7 @@ def redact(text: str) -> str:
     """``text`` with every secret of the module doc replaced by ``***``; anything else unchanged (same lines:
     a key block becomes one line ``-----BEGIN ... PRIVATE KEY----- *** -----END ...-----`` only when the whole
     block was on one line, else its lines are kept as ``***``). Non-str input is returned as it is."""
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str) or not _ANY.search(text):
         return text
     if "PRIVATE KEY" in text:
         text = _PEM.sub(_pem_block, text)
@@ -204,9 +208,24 @@ def redact(text: str) -> str:
     if "://" in text:
         text = _URL_USERINFO.sub(lambda m: m.group(0) if MARK in m.group(3) else m.group(1) + m.group(2) + ":" + MARK + "@",
                                  text)
-    for pat, _ in _PREFIXES:
-        text = pat.sub(lambda m: m.group(1) + MARK, text)
-    return _WORD_LINE.sub(lambda m: _named_line(m.group(0)), text)
+    for pat, needs in _PREFIXES:
+        if any(x in text for x in needs):
+            text = pat.sub(lambda m: m.group(1) + MARK, text)
+    return _named_lines(text)
+
+
+def _named_lines(text: str) -> str:
+    """``text`` with the named values of every line that holds a secret word masked (other lines untouched)."""
+    parts, last = [], 0
+    for m in _WORD.finditer(text):
+        if m.start() < last:
+            continue  # a second word on a line already done
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        parts += [text[last:start], _named_line(text[start:end])]
+        last = end
+    return "".join(parts) + text[last:] if parts else text
 
 
 def _named_line(line: str) -> str:
@@ -237,10 +256,18 @@ def holds_secret(line: str) -> bool:
     return isinstance(line, str) and redact(line) != line
 
 
+def _strong(name: str) -> str | None:
+    """Only strong secret names count in a mapping: a field named ``key`` or ``session`` alone names a config
+    key or a count in this product's answers, not a credential (its string still goes through redact)."""
+    return "strong" if secret_name(name) == "strong" else None
+
+
 def redact_mapping(value: Any, _secret: str | None = None, _depth: int = 0) -> Any:
     """A JSON-like value (dict, list, str, numbers) with its secrets redacted, as a new value: a string under a
-    secret's name (``{"HF_TOKEN": "..."}``, ``{"probe.env.NCCL_IB_PASS": "..."}``) becomes ``***`` unless
-    :func:`keep_value`; every other string goes through :func:`redact`. Keys, numbers, booleans and None are
+    secret's name (``{"HF_TOKEN": "..."}``, ``{"probe.env.NCCL_IB_PASS": "..."}``), or beside a ``key``/``name``
+    field that names a secret (``{"key": "env.HF_TOKEN", "a": "...", "b": "..."}``), becomes ``***`` unless
+    :func:`keep_value`; every other string goes through :func:`redact`. Weak words alone do not count as names
+    here (``{"key": "lr"}``). Keys, numbers, booleans and None are
     kept; nesting deeper than 64 levels is returned unchanged below that depth."""
     if _depth > 64:
         return value
@@ -249,7 +276,10 @@ def redact_mapping(value: Any, _secret: str | None = None, _depth: int = 0) -> A
             return MARK
         return redact(value)
     if isinstance(value, dict):
-        return {k: redact_mapping(v, secret_name(k) if isinstance(k, str) else None, _depth + 1)
+        named = next((value[f] for f in ("key", "name") if isinstance(value.get(f), str)), None)
+        row = _strong(named) if named is not None else None  # {key: HF_TOKEN, a: ..., b: ...}: a row of one secret
+        return {k: redact_mapping(v, (row if k not in ("key", "name") else None) or
+                                  (_strong(k) if isinstance(k, str) else None), _depth + 1)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(redact_mapping(v, _secret, _depth + 1) for v in value)

@@ -1,0 +1,330 @@
+"""Issue 21, HTTP: absolute deadlines for the request head and body, per-address connection caps that evict
+slow connections instead of refusing everyone, session eviction instead of a lock-out, the token policy, and
+errors that repeat only a short prefix of their input. The slow tests run real servers on loopback ports."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from grpo_debug.server.clip import ECHO_CHARS, ClipFilter, clip
+from grpo_debug.server.http_conn import ConnectionGuard, GuardCaps
+from grpo_debug.server.token_policy import MIN_TOKEN_BITS, estimate_bits, token_problem
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+HDRS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+LISTING = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+PARTIAL_HEAD = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "GRPO_DEBUG_TOKEN"}
+    return subprocess.run([sys.executable, "-m", "grpo_debug.server.cli", *args], capture_output=True, text=True,
+                          timeout=60, env={**full_env, **(env or {})})
+
+
+def _session(client: httpx.Client, url: str, headers: dict | None = None) -> str:
+    """Open a session (initialize + initialized) and return its id."""
+    h = {**HDRS, **(headers or {})}
+    r = client.post(url, json=INIT, headers=h)
+    assert r.status_code == 200, r.text[:300]
+    sid = r.headers["mcp-session-id"]
+    client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers={**h, "mcp-session-id": sid})
+    return sid
+
+
+# ---------------------------------------------------------------------------- token policy (fast)
+
+@pytest.mark.parametrize("weak", [
+    "0123456789abcdef",                               # the attack: 16 characters
+    "0123456789abcdef" * 2, "0123456789abcdef" * 4,   # long enough, but a sequence repeated
+    "a" * 64, "ab" * 32, "t0ken-" + "x" * 26,
+    "qwertyuiopasdfghjklzxcvbnm1234567890",           # keyboard rows
+    "abcdefghijklmnopqrstuvwxyz0123456789ABCDEF",     # alphabet runs
+    "P@ssw0rdP@ssw0rdP@ssw0rdP@ssw0rd",
+    "".join(secrets.choice("ab") for _ in range(48)),  # random over two letters: ~48 bits
+])
+def test_weak_tokens_fail_the_policy(weak):
+    problem = token_problem(weak, "--token-file /srv/token")
+    assert problem and "--token-file /srv/token" in problem and "openssl rand -hex 32" in problem, problem
+    assert weak not in problem  # the message never repeats the token
+
+
+def test_random_tokens_pass_the_policy():
+    import base64
+
+    for _ in range(200):
+        for token in (secrets.token_hex(32), secrets.token_urlsafe(32), base64.b64encode(secrets.token_bytes(32)).decode()):
+            assert token_problem(token, "$GRPO_DEBUG_TOKEN") is None, (token, estimate_bits(token))
+    assert estimate_bits(secrets.token_hex(32)) > 200  # 64 hex characters: ~256 bits
+    assert estimate_bits("0123456789abcdef") < 20
+    assert "31 characters" in token_problem(secrets.token_hex(16)[:31], "$X")
+    assert "spaces" in token_problem("a" * 20 + " " + secrets.token_hex(20), "$X")
+    assert MIN_TOKEN_BITS == 128
+
+
+@pytest.mark.slow
+def test_serve_refuses_weak_tokens_at_start(tmp_path):
+    tf = tmp_path / "token"
+    tf.write_text("0123456789abcdef\n")
+    tf.chmod(0o600)
+    p = _cli("serve", "--transport", "http", "--host", "0.0.0.0", "--port", "0", "--token-file", str(tf))
+    assert p.returncode == 2, p.stderr
+    assert f"--token-file {tf}" in p.stderr and "at least 32 characters" in p.stderr
+    assert "openssl rand -hex 32" in p.stderr and "0123456789abcdef" not in p.stderr.replace(str(tf), "")
+    p = _cli("serve", "--transport", "http", "--port", "0", env={"GRPO_DEBUG_TOKEN": "0123456789abcdef" * 3})
+    assert p.returncode == 2 and "$GRPO_DEBUG_TOKEN" in p.stderr and "bits of entropy" in p.stderr, p.stderr
+
+
+@pytest.mark.slow
+def test_a_random_token_starts_and_is_enforced(serve_http):
+    token = secrets.token_hex(32)  # what `openssl rand -hex 32` prints
+    with serve_http(env={"GRPO_DEBUG_TOKEN": token}) as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        assert httpx.post(url, json=INIT, headers=HDRS, timeout=10).status_code == 401
+        ok = httpx.post(url, json=INIT, headers={**HDRS, "Authorization": f"Bearer {token}"}, timeout=10)
+        assert ok.status_code == 200, ok.text
+
+
+# ---------------------------------------------------------------------------- the connection book (fast)
+
+class _Conn:
+    def __init__(self, peer: str) -> None:
+        self.peer, self.closed_with = peer, None
+
+    def close_with(self, raw: bytes) -> None:
+        self.closed_with = raw
+
+
+def test_guard_evicts_the_oldest_pending_connection_of_the_flooding_address():
+    g = ConnectionGuard(GuardCaps(pending_per_peer=4, pending_total=6, peer_connections=6))
+    other = _Conn("10.0.0.2")
+    assert g.opened(other)
+    trusted = _Conn("10.0.0.1")
+    assert g.opened(trusted)
+    g.set_pending(trusted, False)  # sent an authorized head: no longer evictable
+    slow = [_Conn("10.0.0.1") for _ in range(6)]
+    for c in slow:
+        assert g.opened(c)
+    assert [c.closed_with is not None for c in slow] == [True, True, False, False, False, False]
+    assert b"503" in slow[0].closed_with and trusted.closed_with is None and other.closed_with is None
+    assert g.pending_count("10.0.0.1") == 4 and g.pending_count() == 5
+    # the address' open connections at the cap and none pending: a new one is refused
+    for c in slow[2:]:
+        g.set_pending(c, False)
+    more = [_Conn("10.0.0.1") for _ in range(2)]
+    assert g.opened(more[0])
+    g.set_pending(more[0], False)
+    assert not g.opened(more[1]) and g.refused == 1 and more[0].closed_with is None
+    assert other.closed_with is None
+
+
+# ---------------------------------------------------------------------------- errors and logs (fast)
+
+@pytest.mark.anyio
+async def test_huge_names_and_uris_get_short_errors():
+    from mcp import Client
+
+    from grpo_debug.server.app import build_server
+
+    big = "x" * 5_000_000
+    async with Client(build_server()) as c:
+        for call in (lambda: c.read_resource("rule://" + big), lambda: c.read_resource(big),
+                     lambda: c.get_prompt(big)):
+            t0 = time.perf_counter()
+            with pytest.raises(Exception) as ei:
+                await call()
+            err = ei.value
+            text = json.dumps([str(err), getattr(getattr(err, "error", None), "data", None)])
+            assert len(text) < 1200, len(text)
+            assert time.perf_counter() - t0 < 5
+        r = await c.call_tool(big, {})
+        assert r.is_error and len(r.content[0].text) < 2 * ECHO_CHARS + 100 and "tools/list" in r.content[0].text
+
+
+def test_log_records_with_huge_messages_are_cut():
+    rec = logging.LogRecord("mcp", logging.ERROR, __file__, 1, "handler for %r raised", ("y" * 200_000,), None)
+    try:
+        raise ValueError("Unknown prompt: " + "z" * 1_000_000)
+    except ValueError:
+        rec.exc_info = sys.exc_info()
+    assert ClipFilter().filter(rec)
+    assert rec.exc_info is None and len(rec.getMessage()) < 3000 and "ValueError" in rec.getMessage()
+    assert clip("a" * 1000) == "a" * ECHO_CHARS + "... (1000 characters)" and clip("short") == "short"
+
+
+# ---------------------------------------------------------------------------- real servers (slow)
+
+def _trickle(sock: socket.socket, data: bytes, every: float, stop: threading.Event) -> None:
+    for b in data:
+        if stop.wait(every):
+            return
+        try:
+            sock.sendall(bytes([b]))
+        except OSError:
+            return
+
+
+def _wait_closed(sock: socket.socket, limit: float) -> tuple[float, bytes]:
+    """Seconds until the server closes ``sock`` (or ``limit``), and what it answered."""
+    t0, got = time.monotonic(), b""
+    sock.settimeout(0.25)
+    while time.monotonic() - t0 < limit:
+        try:
+            chunk = sock.recv(4096)
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    return time.monotonic() - t0, got
+
+
+@pytest.mark.slow
+def test_slow_loris_head_is_cut_at_the_deadline(serve_http):
+    """One header byte a second (far inside the 30 s idle timeout and the 5 s keep-alive) used to hold a
+    connection for ever; the head must be complete 10 s after accept."""
+    with serve_http() as (port, proc):
+        s = socket.create_connection(("127.0.0.1", port))
+        stop = threading.Event()
+        head = PARTIAL_HEAD + b"X-Pad: " + b"a" * 200
+        threading.Thread(target=_trickle, args=(s, head, 1.0, stop), daemon=True).start()
+        took, got = _wait_closed(s, 30)
+        stop.set()
+        s.close()
+        print(f"\nslow-loris head: cut after {took:.1f} s")
+        assert 9.0 <= took <= 11.5 and b"408" in got, (took, got[:200])
+        r = httpx.post(f"http://127.0.0.1:{port}/mcp", json=INIT, headers=HDRS, timeout=10)
+        assert r.status_code == 200 and proc.poll() is None
+
+
+@pytest.mark.slow
+def test_slow_body_is_cut_at_its_deadline(serve_http):
+    with serve_http(env={"GRPO_DEBUG_BODY_TIMEOUT": "4"}) as (port, _):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Accept: application/json, text/event-stream\r\nContent-Length: 5000\r\n\r\n")
+        stop = threading.Event()
+        threading.Thread(target=_trickle, args=(s, b" " * 5000, 0.5, stop), daemon=True).start()
+        took, _ = _wait_closed(s, 30)
+        stop.set()
+        s.close()
+        print(f"\nslow body: cut after {took:.1f} s")
+        assert took <= 6, took
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """Whether the server has neither answered nor closed ``sock``."""
+    sock.setblocking(False)
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
+def _client_round(url: str, token: str, out: list, i: int) -> None:
+    try:
+        with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as c:
+            sid = _session(c, url)
+            r = c.post(url, json=LISTING, headers={**HDRS, "mcp-session-id": sid})
+            out[i] = r.status_code == 200 and "triage" in r.text
+    except httpx.HTTPError as e:
+        out[i] = repr(e)
+
+
+@pytest.mark.slow
+def test_520_slow_connections_do_not_starve_authenticated_clients(serve_http):
+    """520 connections that never finish their head gave every client 503, also on token-protected servers.
+    Now they evict one another (at most 128 pending per address) and 50 authenticated clients on the same
+    address are all served while they stay."""
+    token = secrets.token_hex(32)
+    with serve_http(env={"GRPO_DEBUG_TOKEN": token}) as (port, proc):
+        url = f"http://127.0.0.1:{port}/mcp"
+        slow = []
+        for _ in range(520):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(PARTIAL_HEAD)
+            slow.append(s)
+        time.sleep(0.5)
+        r = httpx.post(url, json=INIT, headers={**HDRS, "Authorization": f"Bearer {token}"}, timeout=10)
+        assert r.status_code == 200, r.text[:300]
+        out: list = [None] * 50
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=_client_round, args=(url, token, out, i)) for i in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        took = time.monotonic() - t0
+        open_slow = sum(_still_open(s) for s in slow)
+        for s in slow:
+            s.close()
+        served = sum(1 for o in out if o is True)
+        print(f"\n520 slow connections: {served}/50 concurrent authenticated clients served in {took:.1f} s; "
+              f"{open_slow} slow connections still open")
+        assert served == 50, [o for o in out if o is not True][:3]
+        assert open_slow <= 128 + 5, open_slow
+        assert proc.poll() is None
+
+
+@pytest.mark.slow
+def test_session_flood_does_not_lock_out_other_clients(serve_http):
+    """One client opening 1000 sessions in a few seconds locked everyone out (503) for the 300 s idle timeout.
+    Now the flood evicts its own idle sessions: a working client's session survives and a new client opens
+    one at once."""
+    with serve_http() as (port, proc):
+        url = f"http://127.0.0.1:{port}/mcp"
+        with httpx.Client(timeout=30) as worker:
+            kept = _session(worker, url)
+            assert worker.post(url, json=LISTING, headers={**HDRS, "mcp-session-id": kept}).status_code == 200
+            t0 = time.monotonic()
+            with httpx.Client(timeout=30) as flood:
+                codes = [flood.post(url, json=INIT, headers=HDRS).status_code for _ in range(1000)]
+            took = time.monotonic() - t0
+            assert codes.count(200) == 1000, {c: codes.count(c) for c in set(codes)}
+            t1 = time.monotonic()
+            with httpx.Client(timeout=30) as newcomer:
+                sid = _session(newcomer, url)
+                r = newcomer.post(url, json=LISTING, headers={**HDRS, "mcp-session-id": sid})
+                assert r.status_code == 200, r.text[:300]
+            new_s = time.monotonic() - t1
+            r = worker.post(url, json=LISTING, headers={**HDRS, "mcp-session-id": kept})
+            assert r.status_code == 200, "the working client's session was evicted by the flood"
+        print(f"\nsession flood: 1000 sessions in {took:.1f} s; a new client opened one and listed tools in "
+              f"{new_s * 1000:.0f} ms; the working client's session survived")
+        assert proc.poll() is None
+
+
+@pytest.mark.slow
+def test_long_uri_and_method_errors_are_short_over_http(serve_http):
+    with serve_http() as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        with httpx.Client(timeout=60) as c:
+            sid = _session(c, url)
+            h = {**HDRS, "mcp-session-id": sid}
+            big = "u" * 5_000_000
+            for body in ({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "rule://" + big}},
+                         {"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "rule://" + big[:900]}},
+                         {"jsonrpc": "2.0", "id": 5, "method": big, "params": {}},
+                         {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": big}}):
+                r = c.post(url, json=body, headers=h)
+                assert r.status_code == 200 and len(r.content) < 1500, (body["id"], len(r.content))
+                data = r.text.split("data: ", 1)[1]
+                err = json.loads(data)["error"]
+                assert "..." in json.dumps(err), err
