@@ -25,6 +25,7 @@ from pydantic import Field
 from grpo_debug.server import examples_dir, find_skill_md, version
 from grpo_debug.server.budget import (MAX_ANSWER_BYTES, MAX_TEXT_BYTES, _check_text, bound_family,  # noqa: F401
                                       bound_probe, bound_triage)
+from grpo_debug.server.clip import ShortErrors
 from grpo_debug.server.http import MIN_TOKEN_CHARS, TOKEN_ENV, is_loopback, run_http  # noqa: F401  (re-exported)
 from grpo_debug.server.limits import (TIMEOUT_ENV, Busy, Cancelled, DeadlineExceeded, HeavyPool, Limits,
                                       WorkerMemoryError)
@@ -196,7 +197,7 @@ def _check_estimate(estimate: dict, confined) -> dict:
     return out
 
 
-class GrpoDebugServer(MCPServer):
+class GrpoDebugServer(ShortErrors, MCPServer):
     """MCPServer whose tools/list publishes compact schemas (the tool list sits in every agent's context)
     and whose trigger prompts are registered on the first prompts request (a lean start)."""
 
@@ -238,15 +239,6 @@ class GrpoDebugServer(MCPServer):
             raise
         finally:
             CLIENT_ROOTS.reset(token)
-
-    async def read_resource(self, uri, context=None):
-        """Resources by URI; a URI far longer than any of ours is refused with a short error (the SDK's own
-        message repeats the whole URI: a 5 MB URI came back as a 10 MB error)."""
-        text = str(uri)
-        if len(text) > 1000:
-            raise ResourceNotFoundError(f"unknown resource {text[:60]}... ({len(text)} characters); resources are "
-                                        "rule://{rule_id}, symptoms://codes and skill://grpo-debug/SKILL.md")
-        return await super().read_resource(uri, context)
 
     async def list_tools(self):
         tools = await super().list_tools()
