@@ -161,6 +161,7 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
     callback that takes a third argument also gets the phase, ``"reading"`` then ``"analysing"``. Raises
     InputError for an unreadable or undecodable (e.g. zstd without the zstandard package) file."""
     from grpo_debug.tools.engine.facts import extract_facts
+    from grpo_debug.tools.engine.line_quota import _KEEP
     from grpo_debug.tools.engine.match import Context
     from grpo_debug.tools.engine.normalize import normalize_line
 
@@ -173,7 +174,7 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
     skipped = drop_notes(sparse, _labels(rb)) + _store_notes(sparse.store, metrics)
     skipped.append(f"streamed with the {sparse.engine} prefilter: the values of all {_n(sparse.store.metric_lines)} metric "
                    f"lines read; {_n(len(lines))} of {_n(sparse.total_lines)} lines kept as text (event and command "
-                   "lines, tracebacks, the first 3000 and last 1000 lines)")
+                   f"lines, tracebacks, the first {_KEEP.get()[0]} and last {_KEEP.get()[1]} lines)")
     if sparse.engine == "re":
         skipped.append("neither hyperscan nor google-re2 is installed: pip install 'grpo-debug[fast]' for grep-like speed")
     if sparse.unterminated:
