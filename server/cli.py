@@ -350,7 +350,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             _err(f"{PROG}: MCP server on stdio, waiting for an MCP client (Ctrl-C to stop). Register it with "
                  f"your client instead, e.g. `claude mcp add grpo-debug -- {PROG} serve`, or for CLI use run "
                  f"`{PROG} triage FILE`.")
-        build_server(allowed_roots=default_roots(args.allow or (), note=_err), ray_address=ray_address).run("stdio")
+        server = build_server(allowed_roots=default_roots(args.allow or (), note=_err), ray_address=ray_address)
+        from grpo_debug.server.clip import clip_log_records
+
+        clip_log_records()  # a 100 KB name in a logged traceback stalled the event loop for minutes
+        server.run("stdio")
         return 0
 
     from grpo_debug.server.app import run_http
