@@ -57,6 +57,8 @@ class Finding(BaseModel):
     next_checks: list[str] = Field(default_factory=list)
     sharpen: list[str] = Field(default_factory=list, description="Information that would sharpen this finding.")
     score: float = Field(0.0, description="Ranking score (higher = more likely); for ordering only.")
+    run: str | None = Field(None, description="The run this finding is about when the input holds several "
+                                              "(a [A]/[B] paste, a sweep folder: `runs` lists them); else null.")
 
 
 class SeriesSummary(BaseModel):
@@ -98,6 +100,20 @@ _OBJECT = WithJsonSchema({"type": "object"})
 _OPT_OBJECT = WithJsonSchema({"anyOf": [{"type": "object"}, {"type": "null"}]})
 
 
+class RunSummary(BaseModel):
+    """One run of an input that holds several (tools/rundir/runs.py)."""
+
+    name: str = Field(description="The run's name: its [A]/[B] label, its file, or 'run 2 (line 41)'.")
+    source: str = Field("", description="Where it is in the input: 'lines 1-40', a file of the folder.")
+    verdict: str | None = Field(None, description="The run's own verdict (healthy / not_healthy / cannot_tell).")
+    findings: list[dict[str, Any]] = Field(default_factory=list,
+                                           description="{symptom, confidence, rule_ids, title}, most likely first.")
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   description="Config facts whose value differs between the runs: this run's value.")
+    series: dict[str, dict[str, Any]] = Field(default_factory=dict,
+                                              description="Key series: {median, max, last, points} of this run.")
+
+
 class TriageResult(BaseModel):
     summary: str = Field(description="One paragraph a person or agent can act on.")
     findings: Annotated[list[Finding], _OBJECTS] = Field(default_factory=list, description="Most likely first.")
@@ -105,6 +121,10 @@ class TriageResult(BaseModel):
     coverage: Annotated[Coverage, _OBJECT]
     truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
     diff: str = Field("", description="check_config: every edit as one unified diff; apply with `patch -p0 FILE`.")
+    runs: Annotated[list[RunSummary], _OBJECTS] = Field(
+        default_factory=list, description="When the input holds several runs (a [A]/[B] paste, a second launch, a "
+                                          "sweep folder): each run's verdict, findings and the config facts that set "
+                                          "it apart, broken runs first; empty for a single run.")
 
 
 # ---- the five seed tool families (tools/families/) ----
