@@ -16,6 +16,7 @@ from typing import Sequence
 from grpo_debug.server import example_names, example_path, find_skill_md, version
 from grpo_debug.server.cli_versions import add_versions_arg
 from grpo_debug.server.cli_runs import add_run_parsers
+from grpo_debug.server.cli_watch import add_watch_parser
 
 PROG = "grpo-debug"
 DEFAULT_EXAMPLE = "verl_grpo_nan"
@@ -523,6 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_serve_parser(sub)
     add_run_parsers(sub)  # plot, compare (server/cli_runs.py)
+    add_watch_parser(sub)  # watch (server/cli_watch.py)
     return p
 
 
