@@ -33,7 +33,8 @@ from grpo_debug.server.prompts import register_trigger_prompts as _register_trig
 from grpo_debug.server.prompts import register_triage_prompt as _register_triage_prompt
 from grpo_debug.server.redact_answers import redact_answer, redacted_message
 from grpo_debug.server.paths import CLIENT_ROOTS, PathNotAllowed, client_roots, default_roots, resolve_path
-from grpo_debug.server.schemas import OptStr, argument_errors, compact_schema, shallow_schema
+from grpo_debug.server.concise import Detail, answer
+from grpo_debug.server.schemas import OptStr, TriageAnswer, argument_errors, compact_schema, shallow_schema
 from grpo_debug.skills.symptoms import SYMPTOMS
 from grpo_debug.tools.errors import FamilyError, InputError
 from grpo_debug.tools.families import FAMILY_SPECS, FamilySpec
@@ -362,6 +363,11 @@ def _progress_reporter(ctx: Context, reading: str, analysing: str, interval: flo
     return progress
 
 
+#: The `detail` argument of triage and check_config (server/concise.py).
+_DETAIL_DOC = ("concise (default): verdict, the top finding complete, the others one line each, the series they "
+               "involve; full: every finding, series and coverage list.")
+
+
 def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
     """The ``triage`` tool: a log, config or launch script in, findings out."""
     @server.tool(
@@ -382,13 +388,14 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
             description=f"A log/config/script file, metric store or run folder {WHERE}.")] = "",
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
         versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
-    ) -> TriageResult:
+        detail: Annotated[Detail, Field(description=_DETAIL_DOC)] = "concise",
+    ) -> TriageAnswer:
         """Runs the (synchronous) engine in a worker thread, a path through the same streaming read as the CLI;
         large files report progress notifications (bytes done / bytes total, at most ~10 a second) to clients
-        that sent a progress token."""
+        that sent a progress token. The answer is concise unless ``detail='full'`` (server/concise.py)."""
         progress = _progress_reporter(ctx, "reading the log", "log read; analysing it (rules, detectors, ranking)")
-        return await _heavy(inputs.pool, "triage", _triage_job, inputs, text, path, max_findings, versions,
-                            progress=progress)
+        return answer(await _heavy(inputs.pool, "triage", _triage_job, inputs, text, path, max_findings, versions,
+                                   progress=progress), detail, "triage")
 
 
 def _triage_job(inputs: _Inputs, text, path, max_findings, versions, progress=None) -> TriageResult:
@@ -413,8 +420,10 @@ def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(description=f"A config or script file to read instead, {WHERE}.")] = "",
         versions: Annotated[OptStr, Field(description=_VERSIONS_DOC)] = "",
-    ) -> TriageResult:
-        return await _heavy(inputs.pool, "check_config", _check_job, inputs, text, path, versions)
+        detail: Annotated[Detail, Field(description=_DETAIL_DOC)] = "concise",
+    ) -> TriageAnswer:
+        return answer(await _heavy(inputs.pool, "check_config", _check_job, inputs, text, path, versions),
+                      detail, "check_config")
 
 
 def _check_job(inputs: _Inputs, text, path, versions) -> TriageResult:

@@ -2,9 +2,12 @@
 shallow schemas (the tool list sits in every agent's context)."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
+
+from grpo_debug.tools.models import TriageResult
+
 
 def _none_to_empty(v: Any) -> Any:
     return "" if v is None else v
@@ -14,6 +17,16 @@ def _none_to_empty(v: Any) -> Any:
 # json-decodes string arguments whose annotation is not exactly `str`, which turned a pasted JSON config into
 # a dict and failed validation.
 OptStr = Annotated[str, BeforeValidator(_none_to_empty)]
+
+
+class TriageAnswer(TriageResult):
+    """The MCP answer of ``triage`` and ``check_config``: a TriageResult (every field the CLI's JSON has), concise
+    by default (server/concise.py: the top finding complete, the others one line each, the series they involve)."""
+
+    detail: Literal["concise", "full"] = Field(
+        "full", description="concise: the top finding complete, the others one line each, only the series they "
+                            "involve; call again with detail='full' for the whole result.")
+    more: str = Field("", description="What a concise answer left out and how to get it ('' when nothing).")
 
 
 def compact_schema(schema: dict | None, *, descriptions: bool) -> dict | None:
