@@ -175,9 +175,6 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
         raise PathNotAllowed(f"{shown}: cannot resolve: {getattr(e, 'strerror', None) or e}") from None
     if not any(_under(real, r) for r in real_roots):
         raise PathNotAllowed(f"{shown}: a symlink pointing outside the allowed roots (to {real}; {hint})")
-    if never_readable(real) or never_readable(lexical):
-        raise PathNotAllowed(f"{shown}: /proc, /sys and /dev are never readable through the server (they hold "
-                             "its environment and devices); copy the file you need into an allowed folder")
     try:
         mode = real.stat().st_mode
     except OSError as e:
@@ -193,6 +190,9 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
             what = "a regular file"
         raise PathNotAllowed(f"{shown}: is {what}, not {want}"
                              + ("; pass one log or config file inside it" if stat.S_ISDIR(mode) else ""))
+    if never_readable(real) or never_readable(lexical):
+        raise PathNotAllowed(f"{shown}: /proc, /sys and /dev are never readable through the server (they hold "
+                             "its environment and devices); copy the file you need into an allowed folder")
     return real
 
 
