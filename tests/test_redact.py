@@ -200,8 +200,8 @@ async def test_mcp_compare_runs_answer_is_bounded_and_redacted(tmp_path):
 
     from grpo_debug.server.app import build_server
 
-    (tmp_path / "a.log").write_text(_secret_run("1e-6", 1, "a" * 50_000))
-    (tmp_path / "b.log").write_text(_secret_run("1e-5", 2, "b" * 50_000))
+    (tmp_path / "a.log").write_text(_secret_run("1e-6", 1, "a" * 5_000))
+    (tmp_path / "b.log").write_text(_secret_run("1e-5", 2, "b" * 5_000))
     async with Client(build_server(allowed_roots=[tmp_path])) as c:
         r = await c.call_tool("compare_runs", {"a": str(tmp_path / "a.log"), "b": str(tmp_path / "b.log")})
     assert not r.is_error
