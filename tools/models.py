@@ -43,10 +43,27 @@ class Cause(BaseModel):
     matched: list[str] = Field(default_factory=list, description="Signals that fired, in words.")
 
 
+class Onset(BaseModel):
+    """Where a finding's change starts (tools/engine/onset.py), not where a detector saw it nor where it ends."""
+
+    step: int | float = Field(description="The step (the series' own x axis) where the change starts.")
+    line: int | None = Field(None, description="1-based input line of the metric point at that step (for a run "
+                                               "folder: the line in ``file``); null when the input has no lines.")
+    file: str | None = Field(None, description="The file that line is in (the input's path, a run folder's file); "
+                                               "null for pasted text.")
+    time: str | None = Field(None, description="Wall-clock time of that point when the input has timestamps.")
+    series: str | None = Field(None, description="The series the onset is read from (canonical name or raw key).")
+    kind: str = Field("", description="climb (a hinge fit), shift (a level shift), nonfinite (the first NaN/inf), "
+                                      "spike (an isolated spike that recovered), exact (the detector's own first "
+                                      "point: a drop to 0, a plateau), point (too little baseline to fit).")
+    detected_step: int | float | None = Field(None, description="The step where the detector saw the change.")
+
+
 class Finding(BaseModel):
     symptom: str = Field(description="Symptom code (skills/symptoms.py SYMPTOMS).")
     title: str
     confidence: Literal["high", "medium", "low"]
+    onset: Onset | None = Field(None, description="Where the change starts, for a finding over a metric series.")
     evidence: list[Evidence] = Field(default_factory=list)
     causes: list[Cause] = Field(default_factory=list, description="Most likely first.")
     fix: str = Field(description="Concrete change naming the exact option/key/flag.")

@@ -20,6 +20,7 @@ from grpo_debug.tools.engine.layout import is_layout
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
 from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
+from grpo_debug.tools.engine.onset import finding_onset
 from grpo_debug.tools.engine.ranking import direct_evidence, rank
 from grpo_debug.tools.errors import InputError  # noqa: F401  (re-exported: grpo_debug.tools.triage.InputError)
 from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input, refuse_binary
@@ -185,6 +186,9 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         focus = [f for h in hs for r in h.results for f in r.focus]
         direct = direct_evidence(symptom, (r for h in hs for r in h.results))  # the input states the symptom
         confidence = "high" if direct else (top.confidence or top.rule.confidence)
+        onset, recovered = finding_onset(hs, lines)  # where the change starts (tools/engine/onset.py)
+        if recovered:  # only an isolated spike that came back: said so, never medium or high
+            confidence = "low"
         key = next((n for kinds in (("event", "detector"), ("check", "regex", "config"))
                     for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
@@ -196,8 +200,10 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
                 patch.setdefault(k, v)
         settings = _settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx)
         findings.append(Finding(
-            symptom=symptom, title=top.rule.title, confidence=confidence,
-            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
+            symptom=symptom, title=top.rule.title + (f" (an isolated spike at step {onset.step} that recovered)"
+                                                     if recovered and onset else ""), confidence=confidence, onset=onset,
+            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())
+                                               | ({onset.line} if onset and onset.line else set())), focus),
             causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines) + _sets(settings, patch),
             patch=patch or None, edits=edits_for_patch(patch, ctx.facts, lines), settings=settings,
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
@@ -317,6 +323,9 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
 
     keyed += [(f, f.evidence[0].line if f.evidence else None) for f in error_findings(ctx, line_map(lines), [f for f, _ in keyed])]
     findings = [f for f, _ in keyed]
+    for f in findings:  # the onset's file: the input's path (a folder's files: rundir/analyze.py remap)
+        if f.onset is not None and f.onset.line is not None and label != "<text>":
+            f.onset.file = label
     _settings_behind_nan(findings, rb)
     used = (set(ctx.metrics.lines) | {n for e in ctx.events for n in e.lines} | {f.line for f in ctx.facts.facts}
             | ctx.facts.command_lines | ctx.facts.block_lines)

@@ -84,6 +84,7 @@ class SignalResult:
     kind: str
     focus: list[str] = field(default_factory=list)  # substrings the evidence excerpt should show
     patch: dict[str, Any] = field(default_factory=dict)  # values a check computed for this input
+    hit: Any = None  # a detector signal's Hit (engine/hit.py): its onset, onset_kind, recovered
 
 
 @dataclass
@@ -197,7 +198,12 @@ def eval_signal(sig, ctx: Context) -> SignalResult | None:
         return SignalResult(lines, f"{sig.event} event ({len(evs)}x)", "event", [str(port)] if port else [])
     if isinstance(sig, DetectorSignal):
         hit = run_detector(sig.detector, dict(sig.params), ctx)
-        return SignalResult(hit.lines, hit.message, "detector", list(hit.keys)) if hit else None
+        if hit is None:
+            return None
+        from grpo_debug.tools.engine.onset import for_hit
+
+        for_hit(ctx.run, hit, sig.detector)  # where the change starts, when the detector did not say
+        return SignalResult(hit.lines, hit.message, "detector", list(hit.keys), hit=hit)
     if isinstance(sig, ConfigSignal):
         facts = [f for k in sig.all_keys() for f in ctx.facts.find(k)]
         if sig.op == "missing":

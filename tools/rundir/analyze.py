@@ -148,6 +148,10 @@ def _line_ref(m, no: int) -> str:
 def remap(result, m) -> None:
     """Map the result's merged line numbers back to (file, line) in place."""
     for f in result.findings:
+        if getattr(f, "onset", None) is not None and f.onset.line is not None:  # (file, line), as its evidence
+            src = next((e.source for e in f.evidence if e.line == f.onset.line), None)
+            f.onset.line, f.onset.file = _place(m, f.onset.line, src)
+            f.onset.file = f.onset.file or None
         for e in f.evidence:
             e.line, e.source = _place(m, e.line, e.source)
         for s in f.settings:

@@ -8,6 +8,7 @@ points, all zero. A zero tail: at least ``min_tail`` trailing zero points after 
 from __future__ import annotations
 
 from grpo_debug.tools.engine.hit import Hit
+from grpo_debug.tools.engine.onset import attach
 from grpo_debug.tools.engine.series.baseline import at, lines_of, select
 from grpo_debug.tools.run.model import Run
 
@@ -27,9 +28,11 @@ def flat_zero(run: Run, metric: str | None = None, keys: str | None = None, eps:
                 break
             tail += 1
         if tail == len(fin):
-            return Hit(lines_of(fin[:6]), f"{s.name} is 0 at all {len(fin)} points (from {at(fin[0])})", [s.name])
+            return attach(Hit(lines_of(fin[:6]), f"{s.name} is 0 at all {len(fin)} points (from {at(fin[0])})",
+                              [s.name]), fin, 0, "exact", s.name)
         if tail >= min_tail:
             first = fin[len(fin) - tail]
-            return Hit(lines_of(fin[len(fin) - tail - 1:len(fin) - tail + 5]),
-                       f"{s.name} drops to 0 at {at(first)} and stays 0 for the last {tail} points", [s.name])
+            return attach(Hit(lines_of(fin[len(fin) - tail - 1:len(fin) - tail + 5]),
+                              f"{s.name} drops to 0 at {at(first)} and stays 0 for the last {tail} points", [s.name]),
+                          fin, len(fin) - tail, "exact", s.name)
     return None

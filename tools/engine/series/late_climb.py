@@ -12,7 +12,10 @@ Method (a one-sided change point against a robust baseline of the earlier steps)
    above the threshold, the last one too (or the series turns non-finite), and the peak reaches ``factor`` x the
    baseline median (for a baseline near zero: ``factor`` x sigma above it). Noise (isolated spikes) and mild
    drift (less than ``factor`` x) stay quiet.
-4. The reported start is the change point Page's CUSUM (k = 0.5 sigma) puts before ``c`` (E. S. Page, "Continuous
+4. The reported start is the onset engine/onset.py fits back from ``c`` (a hinge or a level shift against the
+   baseline, raw or log values: within 3 steps or 5 % of the climb's length of the true start on the planted
+   series of tests/test_onset.py). Before it (and still when that fit has too little baseline) it was the
+   change point Page's CUSUM (k = 0.5 sigma) puts before ``c`` (E. S. Page, "Continuous
    inspection schemes", Biometrika 41:100, 1954), moved past leading points not yet 1.5 sigma above the median and
    back over a strictly rising run above 1.25 sigma: the first step of the climb, not the step where it became
    significant. On 224 synthetic runs (60-200 baseline steps, climbs of 1-30 % a step, 5-30 % noise) it lands
@@ -27,6 +30,7 @@ from __future__ import annotations
 import math
 
 from grpo_debug.tools.engine.hit import Hit
+from grpo_debug.tools.engine.onset import attach, locate, startup_end
 from grpo_debug.tools.engine.series.baseline import at, finite_prefix, fmt, lines_of, median, select, sigma
 from grpo_debug.tools.run.model import Point, Run
 
@@ -89,6 +93,7 @@ def late_climb(run: Run, metric: str | None = None, keys: str | None = None, z: 
     points (up to 6), its peak and, when the climb ends there, the first non-finite point."""
     for s in select(run, metric, keys, "grad_norm", GRAD_NORM_KEYS):
         pts = finite_prefix(s)
+        pts = pts[startup_end([p.value for p in pts], len(pts) // 2):]  # start-up (zeros, warm-up) is no baseline
         vals = [p.value for p in pts]
         if len(vals) < min_base + min_run:
             continue
@@ -100,7 +105,8 @@ def late_climb(run: Run, metric: str | None = None, keys: str | None = None, z: 
         bad = s.points[len(pts)] if len(pts) < len(s.points) else None
         if not _holds(vals, c, med, thr, factor, sd, bad is not None):
             continue
-        start = _onset(vals, c, med, sd, min_base)
+        o = locate(pts, c)  # the hinge / level-shift fit back from the confirming point (engine/onset.py)
+        start = o.index if o.kind in ("climb", "shift") else _onset(vals, c, med, sd, min_base)
         peak_i = max(range(c, len(vals)), key=lambda i: vals[i])
         ev: list[Point] = pts[start:start + 6] + [pts[peak_i]] + ([bad] if bad is not None else [])
         ratio = vals[peak_i] / med if med > 0 else math.inf
@@ -109,5 +115,6 @@ def late_climb(run: Run, metric: str | None = None, keys: str | None = None, z: 
                f", robust sigma {fmt(sd)})")
         if bad is not None:
             msg += f"; it turns {fmt(bad.value)} at {at(bad)}"
-        return Hit(list(dict.fromkeys(lines_of(ev, 10))), msg, [s.name, *s.raw_keys[:1]])
+        return attach(Hit(list(dict.fromkeys(lines_of(ev, 10))), msg, [s.name, *s.raw_keys[:1]]), pts, start,
+                      o.kind if o.kind in ("climb", "shift") else "cusum", s.name, detected=pts[c])
     return None

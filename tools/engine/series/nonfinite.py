@@ -2,13 +2,16 @@
 
 Evidence: the first non-finite point of each affected series (up to 8 lines, the earliest step first) and the
 last finite point before the earliest one. The message names the earliest series, its step and line, and how
-many series are affected; a series that returns to finite values afterwards is said to recover.
+many series are affected; a series that returns to finite values afterwards is said to recover. The onset is the
+first non-finite point, or the start of the climb that led to it (engine/onset.py ``locate``), which the
+message then names too.
 """
 from __future__ import annotations
 
 import math
 
 from grpo_debug.tools.engine.hit import ALREADY_NONFINITE, Hit
+from grpo_debug.tools.engine.onset import attach, locate
 from grpo_debug.tools.engine.series.baseline import at, fmt, select
 from grpo_debug.tools.run.model import Run
 
@@ -36,4 +39,10 @@ def first_nonfinite(run: Run, metric: str | None = None, keys: str | None = None
     msg += f"; {len(firsts)} series affected: {', '.join(t[2].name for t in firsts[:5])})"
     if recovers:
         msg += "; it returns to finite values later (skipped steps)"
-    return Hit(list(dict.fromkeys(lines))[:8], msg, [t[2].name for t in firsts])
+    o = locate(s.points, i)  # the first non-finite point, or the start of the climb that led to it
+    if o.kind != "nonfinite":
+        q = s.points[o.index]
+        msg += f"; it climbs from {at(q)} ({fmt(q.value)}) before it"
+        lines = lines + ([q.line] if q.line is not None else [])
+    return attach(Hit(list(dict.fromkeys(lines))[:8], msg, [t[2].name for t in firsts]), s.points, o.index, o.kind,
+                  s.name, detected=p)

@@ -9,6 +9,7 @@ points and the points before it moved: their spread exceeded ``moved`` x the pla
 from __future__ import annotations
 
 from grpo_debug.tools.engine.hit import Hit
+from grpo_debug.tools.engine.onset import attach
 from grpo_debug.tools.engine.series.baseline import at, fmt, lines_of, select
 from grpo_debug.tools.run.model import Run
 
@@ -36,6 +37,7 @@ def plateau(run: Run, metric: str | None = None, keys: str | None = None, rel: f
         before = vals[:i]
         if run_len < min_run or len(before) < 2 or max(before) - min(before) <= moved * tol:
             continue
-        return Hit(lines_of(fin[i:i + 6]), f"{s.name} stops moving at {at(fin[i])}: {run_len} points within "
-                   f"{fmt(lo)}..{fmt(hi)} after moving over {fmt(min(before))}..{fmt(max(before))}", [s.name])
+        return attach(Hit(lines_of(fin[i:i + 6]), f"{s.name} stops moving at {at(fin[i])}: {run_len} points within "
+                          f"{fmt(lo)}..{fmt(hi)} after moving over {fmt(min(before))}..{fmt(max(before))}", [s.name]),
+                      fin, i, "exact", s.name)
     return None

@@ -10,6 +10,7 @@ spike a user notices is several times the usual level), ``window=50``, ``min_bas
 from __future__ import annotations
 
 from grpo_debug.tools.engine.hit import Hit
+from grpo_debug.tools.engine.onset import attach
 from grpo_debug.tools.engine.series.baseline import at, fmt, lines_of, median, select, sigma
 from grpo_debug.tools.run.model import Run
 
@@ -38,6 +39,7 @@ def robust_spike(run: Run, metric: str | None = None, keys: str | None = None, z
         i, med = first
         p = fin[i]
         ev = lines_of(fin[i - 1:i + 3])
-        return Hit(ev, f"{s.name} spikes to {fmt(p.value)} at {at(p)}, {p.value / med:.0f}x its trailing median "
-                   f"{fmt(med)}" + (f" ({count} spikes in {len(fin)} points)" if count > 1 else ""), [s.name])
+        said = f"an isolated spike at {at(p)} that recovered" if count == 1 else f"{count} isolated spikes that recovered"
+        return attach(Hit(ev, f"{s.name} spikes to {fmt(p.value)} at {at(p)}, {p.value / med:.0f}x its trailing median "
+                          f"{fmt(med)} ({said}; {len(fin)} points)", [s.name]), fin, i, "spike", s.name, True)
     return None
