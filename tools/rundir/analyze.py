@@ -86,8 +86,9 @@ def _inventory(path: str, limits):
     return inv
 
 
-def merge_path(path: str, rules=None, limits=None, progress=None):
-    """The Merged context of a folder or a store file (tools/rundir/merge.py)."""
+def merge_path(path: str, rules=None, limits=None, progress=None, inventory=None):
+    """The Merged context of a folder or a store file (tools/rundir/merge.py); ``inventory``: only these inputs
+    of the folder (one run of a folder of runs, tools/rundir/runs.py), else everything found."""
     from grpo_debug.skills.loader import default_rules
     from grpo_debug.tools.rundir.discover import Limits
     from grpo_debug.tools.rundir.merge import Merged, attach_run, empty_context, merge_stores, merge_texts
@@ -99,7 +100,7 @@ def merge_path(path: str, rules=None, limits=None, progress=None):
 
     lim = limits or Limits()
     with safefs.anchored(p if os.path.isdir(p) else os.path.dirname(p)):  # no link below the folder is followed
-        inv = _inventory(p, lim)
+        inv = inventory if inventory is not None else _inventory(p, lim)
         m = Merged(ctx=empty_context(), skipped=list(inv.skipped))
         merge_texts(m, inv, rules or default_rules(), lim, progress)
         merge_stores(m, inv, progress)
@@ -192,16 +193,23 @@ def _summary(result) -> str:
 def triage_folder(path, *, rules=None, max_findings: int = 10, progress=None, limits=None, **kw):
     """Triage every file of a run folder (or one metric-store file) as one run. ``kw``: passed to the engine's
     result builder (e.g. ``versions``). Raises InputError for a missing path."""
+    return folder_result(path, rules=rules, max_findings=max_findings, progress=progress, limits=limits, **kw)[0]
+
+
+def folder_result(path, *, rules=None, max_findings: int = 10, progress=None, limits=None, inventory=None,
+                  label: str | None = None, **kw):
+    """(TriageResult, Merged) of :func:`triage_folder`; ``inventory``: only these inputs of the folder."""
     from grpo_debug.tools.triage import _result
 
-    m, _inv = merge_path(path, rules, limits, progress)
-    result = _result(m.ctx, m.lines, label=str(path), skipped=m.skipped, rules=rules, max_findings=max_findings,
-                     lines_read=m.lines_read + sum(s.end - s.start + 1 for s in m.spans if s.store),
+    m, _inv = merge_path(path, rules, limits, progress, inventory)
+    result = _result(m.ctx, m.lines, label=label or str(path), skipped=m.skipped, rules=rules,
+                     max_findings=max_findings, lines_read=m.lines_read + sum(s.end - s.start + 1 for s in m.spans
+                                                                             if s.store),
                      bytes_read=m.bytes_read, **{k: v for k, v in kw.items() if v is not None})
     remap(result, m)
     result.coverage.files = m.files
     result.summary = _summary(result)
-    return result
+    return result, m
 
 
 def analyze(text: str | None = None, path: str | None = None, *, rules=None, max_findings: int = 20) -> Analysis:
@@ -228,13 +236,40 @@ def analyze(text: str | None = None, path: str | None = None, *, rules=None, max
     return Analysis(ctx, res, label)
 
 
-def triage_any(text: str | None = None, path=None, **kw):
+def triage_any(text: str | None = None, path=None, *, runs: str | None = None, **kw):
     """What both faces call: a run folder or a metric-store file through :func:`triage_folder`, anything else
-    through ``tools.triage.triage`` (``kw``: rules, max_findings, progress, versions)."""
-    from grpo_debug.tools.triage import triage
+    through ``tools.triage.triage`` (``kw``: rules, max_findings, progress, versions). An input holding several
+    runs (a folder of independent logs, a [A]/[B] paste, a second launch) is split and each run triaged on its own
+    (tools/rundir/runs.py); ``runs``: "one" never splits (the CLI's ``--one-run``), "split" splits on weaker signs
+    (``--split-runs``), None decides from the input."""
+    from grpo_debug.tools.triage import streamable, triage
 
+    if runs not in (None, "one", "split"):
+        raise InputError(f"runs={str(runs)[:20]!r}: give 'one', 'split' or nothing")
     if text is None and path is not None:
         p = os.path.expanduser(os.fspath(path))
+        if os.path.isdir(p) and runs != "one":
+            from grpo_debug.tools.rundir.runs import triage_folder_runs
+
+            res = triage_folder_runs(p, folder_result, force=runs == "split", **kw)
+            if res is not None:
+                return res
         if os.path.isdir(p) or is_store_file(p):
             return triage_folder(p, **kw)
+    if runs != "one" and (text is None) != (path is None) and (text is not None or streamable(path) is None):
+        return _paste_runs(text, path, runs == "split", **kw)
     return triage(text=text, path=path, **kw)
+
+
+def _paste_runs(text, path, force: bool, *, rules=None, max_findings: int = 10, progress=None, versions=None):
+    """A paste (or a file not large enough to stream) holding several runs triaged run by run (runs.py), else the
+    single-run triage of what was read (as ``tools.triage.triage`` does)."""
+    from grpo_debug.tools.inputs import read_input
+    from grpo_debug.tools.rundir.runs import triage_paste_runs
+    from grpo_debug.tools.triage import triage_text
+
+    s, label, skipped, hint = read_input(text, path)
+    res = triage_paste_runs(s, label=label, hint=hint, force=force, rules=rules, max_findings=max_findings,
+                            versions=versions)
+    return res if res is not None else triage_text(s, label=label, hint=hint, skipped=skipped, rules=rules,
+                                                   max_findings=max_findings, versions=versions)
