@@ -282,17 +282,18 @@ def locate(points, det: int, spike_ok: bool = False) -> Onset:
     return Onset(fin[_trim(vals, fit.index, pos)], det, "climb" if fit.model == "hinge" else "shift")
 
 
-def _trim(vals: list[float], k: int, det: int, trim: float = 1.25) -> int:
-    """``k`` moved forward (up to ``det``) past points still within ``trim`` robust sigma of the baseline before
-    ``k``, on the side the change goes: the onset is the first point that is itself beyond the baseline's noise
-    (a noisy baseline point just before a climb can pull the fitted break one point early)."""
+def _trim(vals: list[float], k: int, det: int, trim: float = 1.25, most: int = 1) -> int:
+    """``k`` moved forward (up to ``det``, at most ``most`` points) past points still within ``trim`` robust sigma
+    of the baseline before ``k``, on the side the change goes: a noisy baseline point just before a climb can pull
+    the fitted break one point early (more would date a slow climb late: its first points are within the noise)."""
     pre = vals[max(0, k - 200):k]
     if len(pre) < 3:
         return k
     med = median(pre)
     sd = sigma(pre, med)
     up = vals[det] >= med
-    while k < det and (vals[k] - med if up else med - vals[k]) <= trim * sd:
+    end = min(det, k + most)
+    while k < end and (vals[k] - med if up else med - vals[k]) <= trim * sd:
         k += 1
     return k
 
