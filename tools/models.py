@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import BaseModel, Field, PrivateAttr, WithJsonSchema
 
 from grpo_debug.skills.knowledge import GpuSpec  # noqa: F401  (FamilyReport.gpu)
 
@@ -76,6 +76,11 @@ class Finding(BaseModel):
     score: float = Field(0.0, description="Ranking score (higher = more likely); for ordering only.")
     run: str | None = Field(None, description="The run this finding is about when the input holds several "
                                               "(a [A]/[B] paste, a sweep folder: `runs` lists them); else null.")
+    risk: bool = Field(False, description="True for a risk: a rule matched the configuration only, with no observed "
+                                          "symptom (event, metric, log line) in the input; always low confidence, "
+                                          "listed after the diagnosed findings.")
+    consequence_of: int | None = Field(None, description="Index (into the same findings list) of the finding this "
+                                                         "one follows from; null for a root cause.")
 
 
 class SeriesSummary(BaseModel):
@@ -133,11 +138,19 @@ class RunSummary(BaseModel):
 
 class TriageResult(BaseModel):
     summary: str = Field(description="One paragraph a person or agent can act on.")
+    verdict: Literal["healthy", "not_healthy", "cannot_tell"] = Field(
+        "cannot_tell", description="healthy: a training run's metrics and no medium/high finding; not_healthy: a "
+                                   "medium/high finding; cannot_tell: too little to judge. The reason is the "
+                                   "summary's first sentence.")
     findings: Annotated[list[Finding], _OBJECTS] = Field(default_factory=list, description="Most likely first.")
     metrics: Annotated[dict[str, SeriesSummary], _OBJECT] = Field(default_factory=dict, description="Per metric series.")
     coverage: Annotated[Coverage, _OBJECT]
     truncated: bool = Field(False, description="True when findings or evidence were cut to bound the size.")
     diff: str = Field("", description="check_config: every edit as one unified diff; apply with `patch -p0 FILE`.")
+    # the verdict's reason and the chain sentence, kept in process so a face that recomputes the summary
+    # (tools/rundir/analyze.py, after mapping lines to files) can say them again; never serialised
+    _reason: str = PrivateAttr("")
+    _chain: str = PrivateAttr("")
     runs: Annotated[list[RunSummary], _OBJECTS] = Field(
         default_factory=list, description="When the input holds several runs (a [A]/[B] paste, a second launch, a "
                                           "sweep folder): each run's verdict, findings and the config facts that set "

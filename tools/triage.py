@@ -14,14 +14,15 @@ import yaml
 
 from grpo_debug.skills.loader import RuleBase, default_rules
 from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
-from grpo_debug.tools.engine.edits import already_set, edits_for_patch, rule_patch
+from grpo_debug.tools.engine.edits import already_set, edits_for_patch, removes_safeguard, rule_patch
 from grpo_debug.tools.engine.events import extract_events
 from grpo_debug.tools.engine.layout import is_layout
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
 from grpo_debug.tools.engine.metrics import MetricTable, extract_metrics, is_finite
 from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, normalize_line
 from grpo_debug.tools.engine.onset import finding_onset
-from grpo_debug.tools.engine.ranking import direct_evidence, rank
+from grpo_debug.tools.engine.ranking import direct_evidence, is_risk, observed, rank
+from grpo_debug.tools.engine.verdict import verdict as judge
 from grpo_debug.tools.errors import InputError  # noqa: F401  (re-exported: grpo_debug.tools.triage.InputError)
 from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input, refuse_binary
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
@@ -161,6 +162,12 @@ def _sharpen(rule_sharpen: list[str], ctx: Context) -> list[str]:
     return list(dict.fromkeys(out))[:6]
 
 
+def config_lines(ctx: Context) -> set[int]:
+    """The input's setting lines (config facts, launch commands, config blocks): a regex hit on one of them
+    observes a setting, not the run (tools/engine/ranking.observed)."""
+    return {f.line for f in ctx.facts.facts} | set(ctx.facts.command_lines) | set(ctx.facts.block_lines)
+
+
 def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[Finding, int | None]]:
     """One finding per symptom code, most likely first, each with its key evidence line (the first
     line of an event/detector/check signal of its top cause, for the summary)."""
@@ -171,6 +178,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         by_symptom.setdefault(h.rule.symptom, []).append(h)
     findings = []
     stated: set[int] = set()
+    settings_lines = config_lines(ctx)
     for symptom, hs in by_symptom.items():
         hs.sort(key=lambda h: -h.score)
         top = hs[0]
@@ -189,6 +197,8 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         onset, recovered = finding_onset(hs, lines)  # where the change starts (tools/engine/onset.py)
         if recovered:  # only an isolated spike that came back: said so, never medium or high
             confidence = "low"
+        risk = is_risk(symptom, (r for h in hs for r in h.results), settings_lines)  # config only: a risk
+        confidence = "low" if risk else confidence
         key = next((n for kinds in (("event", "detector"), ("check", "regex", "config"))
                     for r in top.results if r.kind in kinds for n in r.lines), None)
         nxt = list(top.rule.next_checks) + [f"grpo-debug rule {top.rule.id} (MCP: explain_rule) for the whole rule"]
@@ -197,7 +207,8 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         for h in hs:  # the top cause first; other causes' changes only for keys it does not set
             computed = {k: v for r in h.results for k, v in r.patch.items()}  # a check's values for this input
             for k, v in rule_patch(h.rule.fix, h.rule.applies_to.frameworks, computed, ctx.facts, lines).items():
-                patch.setdefault(k, v)
+                if not (removes_safeguard(k, v) and not observed(h.results, settings_lines)):
+                    patch.setdefault(k, v)  # a safeguard is turned off only for a symptom this rule observed
         settings = _settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title + (f" (an isolated spike at step {onset.step} that recovered)"
@@ -206,7 +217,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
                                                | ({onset.line} if onset and onset.line else set())), focus),
             causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines) + _sets(settings, patch),
             patch=patch or None, edits=edits_for_patch(patch, ctx.facts, lines), settings=settings,
-            next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2)))
+            next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2), risk=risk))
         keyed.append((findings[-1], key))
         if direct:
             stated.add(id(findings[-1]))
@@ -259,27 +270,39 @@ def _clip_words(text: str, n: int) -> str:
     return cut + " ..."
 
 
-def _summary(findings: list[Finding], cov: Coverage, key: int | None = None, notes: list[str] | None = None) -> str:
-    """The one-paragraph answer. ``notes``: what the summary must say about the input (a streamed log: only what
-    can change the answer, such as a compressed log not read to its end, not the per-pattern bookkeeping that
-    ``coverage.skipped`` also holds); None: the first two of ``cov.skipped``."""
+def _summary(findings: list[Finding], cov: Coverage, key: int | None = None, notes: list[str] | None = None,
+             reason: str = "", chain: str | None = None) -> str:
+    """The one-paragraph answer: the verdict's ``reason`` first (engine/verdict.py), the causal ``chain`` sentence
+    (engine/chain.py; None: said from the findings' ``consequence_of`` and evidence lines), then the headline.
+    ``notes``: what the summary must say about the input (a streamed log: only what can change the answer, such as
+    a compressed log not read to its end, not the per-pattern bookkeeping that ``coverage.skipped`` also holds);
+    None: the first two of ``cov.skipped``."""
+    from grpo_debug.tools.engine.chain import chain_sentence, when
+
     tail = notes if notes is not None else cov.skipped[:2]
+    lead = (reason + " ") if reason else ""
     if not findings:
         what = ", ".join(cov.formats) or "no known log or config format"
-        s = (f"No known failure pattern matched in {cov.lines_read} lines ({what}; {cov.metric_lines} metric lines, "
-             f"{cov.event_lines} error/event lines, {cov.config_facts} config facts). This is not a verdict that "
-             "the run is healthy: paste the lines around the failure, the per-step metrics and the launch command.")
+        s = lead + (f"No known failure pattern matched in {cov.lines_read} lines ({what}; {cov.metric_lines} metric "
+                    f"lines, {cov.event_lines} error/event lines, {cov.config_facts} config facts).")
+        if not reason.startswith("Healthy"):
+            s += (" This is not a verdict that the run is healthy: paste the lines around the failure, the per-step "
+                  "metrics and the launch command.")
         return s + (" Note: " + "; ".join(notes) + "." if notes else "")
     f = findings[0]
     ev = next((e for e in f.evidence if e.line == key), f.evidence[0] if f.evidence else None)
-    s = f"Most likely: {f.symptom} - {f.title} ({f.confidence} confidence)."
+    if chain is None:
+        chain = chain_sentence(findings, {id(g): when(g, key if g is f else None) for g in findings})
+    s = lead + (chain + " " if chain else "")
+    s += (f"Risk of the configuration (no symptom observed in the input): {f.symptom} - {f.title} (low confidence)."
+          if f.risk else f"Most likely: {f.symptom} - {f.title} ({f.confidence} confidence).")
     if f.causes and f.causes[0].matched:
         s += " Signals: " + "; ".join(m for m in f.causes[0].matched[:3]) + "."
     if ev:
         s += f" Evidence: line {ev.line}: {_clip_words(ev.text, 160)}."
     s += " Fix: " + f.fix.rstrip(".") + "."
     if len(findings) > 1:
-        s += " Also: " + "; ".join(f"{x.symptom} ({x.title})" for x in findings[1:3]) + "."
+        s += " Also: " + "; ".join(f"{x.symptom} ({'risk: ' if x.risk else ''}{x.title})" for x in findings[1:3]) + "."
     if tail:
         s += " Note: " + "; ".join(tail) + "."
     return s
@@ -345,10 +368,48 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
         config_facts=len(ctx.facts), lines_not_understood=n_not,
         not_understood_sample=_evidence(lines, [ln.no for ln in not_understood[:5]]), skipped=skipped,
         unknown_config_keys=config_keys[:50], versions=[h.describe() for h in (ctx.versions or {}).values()][:12])
+    keyed, chain = _chain(keyed, ctx, lines)  # roots first, consequence_of, risks last (engine/chain.py)
+    findings = [f for f, _ in keyed]
     truncated = len(findings) > max_findings
     findings = findings[:max_findings]
-    return TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None, summary_notes), findings=findings,
-                        metrics=_series_summary(ctx.metrics), coverage=cov, truncated=truncated)
+    verdict, reason = judge(findings, ctx.metrics, len(ctx.facts))
+    res = TriageResult(summary=_summary(findings, cov, keyed[0][1] if keyed else None, summary_notes, reason, chain),
+                       verdict=verdict, findings=findings, metrics=_series_summary(ctx.metrics), coverage=cov,
+                       truncated=truncated)
+    res._reason, res._chain = reason, chain
+    return res
+
+
+def _chain(keyed: list, ctx: Context, lines) -> tuple[list, str]:
+    """``keyed`` in the answer's order with ``consequence_of`` set (engine/chain.order); a collective timeout names
+    the ranks that did not report it, with their last lines as evidence. Returns (keyed, the chain sentence or
+    '')."""
+    from grpo_debug.tools.engine import chain
+
+    for f, _ in keyed:  # a classified error of the same symptom (tools/error_findings.py) observes it
+        if f.risk and any(c.rule_id.startswith("error-class:") for c in f.causes):
+            f.risk = False
+    keyed = chain.order(keyed)
+    said: dict[int, str] = {id(f): "" for f, _ in keyed}
+    by_no = line_map(lines)
+    hang = next((f for f, _ in keyed if f.symptom == "collective_hang" and not f.risk), None)
+    evs = ctx.events_of("nccl_timeout") if hang is not None else []
+    if evs:
+        timed, silent = chain.silent_ranks([by_no[n] for e in evs for n in e.lines if n in by_no], lines,
+                                           chain.world_size(ctx.facts, lines))
+        if silent and 2 * len(silent) <= len(timed):  # most ranks report: the few silent ones are the culprits
+            last = [n for r in silent[:4] for n in chain.last_lines_of(r, lines)]
+            said[id(hang)] = f"ranks {chain.spans(timed)} timed out; rank(s) {chain.spans(silent)} did not report"
+            hang.next_checks.insert(0, f"Rank(s) {chain.spans(silent)} did not report the timeout the others "
+                                       f"({chain.spans(timed)}) did: look at their last lines first"
+                                       + (f" (lines {', '.join(map(str, last))})" if last else " (none in this input)"))
+            hang.evidence += [e for e in _evidence(by_no, last) if all(e.line != x.line for x in hang.evidence)]
+    for f, k in keyed:  # the rank a crash happened on, when its line names one ("vLLM OOM on rank 28")
+        ranks = chain.ranks_in(chain.raw(by_no[k])) if f.symptom in chain.CRASH_ROOTS and k in by_no else set()
+        if len(ranks) == 1:
+            said[id(f)] = f"rank {next(iter(ranks))}"
+    at = {id(f): chain.when(f, k) for f, k in keyed}
+    return keyed, chain.chain_sentence([f for f, _ in keyed], at, said, {id(f): k for f, k in keyed})
 
 
 def triage_stream(path, *, rules: RuleBase | None = None, max_findings: int = 10,

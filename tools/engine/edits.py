@@ -119,6 +119,19 @@ def rule_patch(fix, rule_frameworks: list[str], computed: dict[str, Any], fs: Fa
     return out
 
 
+# Settings that protect a run: gradient clipping (verl grad_clip / optim.clip_grad, Megatron --clip-grad, DeepSpeed
+# gradient_clipping, TRL/HF max_grad_norm). A patch that sets one to 0/off removes the safeguard.
+_SAFEGUARDS = re.compile(r"(?:^|[._-])(?:grad_clip|clip_grad|clip_grad_norm|gradient_clipping|max_grad_norm)$", re.I)
+
+
+def removes_safeguard(key: str, new: Any) -> bool:
+    """Whether setting ``key`` to ``new`` turns a safeguard off (clipping set to 0, None, false or 'off'): such a
+    change is made only when the input shows the symptom it answers (tools/triage.py keeps it out of a risk)."""
+    if not _SAFEGUARDS.search(key.lstrip("-").replace("-", "_")):
+        return False
+    return new is None or new is False or _number(new) == 0 or str(new).strip().lower() in ("0", "0.0", "off", "false", "none")
+
+
 def already_set(fix, fs: FactSet, lines: list[Line] | dict[int, Line]) -> list[str]:
     """The settings a rule's fix asks for that the input already has ('key = value (line N)'), counting a
     value on the safe side of its bound; the answer then says so instead of asking for them again."""

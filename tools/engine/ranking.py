@@ -81,3 +81,31 @@ def _crash_before_hang(items: list, direct: set[int]) -> None:
         crash.score = round(hang[0].score + _LIFT / 2, 4)
     hang[0].next_checks.insert(0, f"{crash.symptom} (line {line}) comes {hang[1] - line:,} lines before the timeout: "
                                   "a rank that crashed never reaches the collective, so fix that first")
+
+
+# ---- risk vs diagnosis ----
+
+# Signal kinds that observe the run itself: a log event, a metric series, a host fact. A ``regex`` signal observes the
+# run when it matched a line that is not a setting (a log line); ``config``, ``check`` (arithmetic over settings) and
+# ``query`` (the user's words) do not.
+OBSERVING = frozenset({"event", "detector", "probe"})
+
+# The one symptom a configuration shows by itself: options that conflict or do not divide are errors in the config,
+# observed there. Every other symptom happens at run time, so a config-only match of it is a risk.
+IN_CONFIG = frozenset({"config_error"})
+
+
+def observed(results: Iterable, config_lines: set[int] | frozenset[int]) -> bool:
+    """Whether signal results (``SignalResult``: ``kind``, ``lines``) observe the run: an event, a detector or probe
+    hit, or a regex hit on a line outside ``config_lines`` (the settings' lines: facts, launch commands, config
+    blocks)."""
+    for r in results:
+        if r.kind in OBSERVING or (r.kind == "regex" and any(n not in config_lines for n in r.lines)):
+            return True
+    return False
+
+
+def is_risk(symptom: str, results: Iterable, config_lines: set[int] | frozenset[int]) -> bool:
+    """A risk, not a diagnosis: a run-time ``symptom`` (not in ``IN_CONFIG``) that no result observes
+    (:func:`observed`). Such a finding is low confidence and listed after the diagnosed ones (tools/engine/chain.py)."""
+    return symptom not in IN_CONFIG and not observed(results, config_lines)

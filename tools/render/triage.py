@@ -9,6 +9,8 @@ from rich.text import Text
 from grpo_debug.tools.models import Coverage, Finding, SeriesSummary, TriageResult
 from grpo_debug.tools.render.text import CONF_STYLE, bullets, fmt_num, marker_rows, section, to_str
 
+VERDICT_WORDS = {"healthy": "healthy", "not_healthy": "not healthy", "cannot_tell": "cannot tell"}
+VERDICT_STYLE = {"healthy": "green", "not_healthy": "bold red", "cannot_tell": "yellow"}
 MAX_METRIC_ROWS = 12
 CONCISE_METRIC_ROWS = 6
 
@@ -21,8 +23,9 @@ def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str]
     """One finding. Concise (``verbose=False``): 3 evidence lines, 2 signals, 2 causes, the fix and the change, the
     first next check; hints already shown under an earlier finding (``seen``) are not repeated."""
     seen = set() if seen is None else seen
-    head = Text.assemble((f"{n}. ", "bold"), (f"[{f.symptom}] ", "bold cyan"), (f.title, "bold"),
-                         "  (confidence: ", (f.confidence, CONF_STYLE.get(f.confidence, "")), ")")
+    head = Text.assemble((f"{n}. ", "bold"), ("risk " if f.risk else "", "yellow"), (f"[{f.symptom}] ", "bold cyan"),
+                         (f.title, "bold"), "  (confidence: ", (f.confidence, CONF_STYLE.get(f.confidence, "")), ")",
+                         (f"  follows from {f.consequence_of + 1}" if f.consequence_of is not None else "", "dim"))
     out: list[RenderableType] = [head]
     evidence = f.evidence if verbose else f.evidence[:CONCISE_EVIDENCE]
     if evidence:
@@ -61,6 +64,21 @@ def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str]
         out.append(section("Would sharpen this", bullets(sharpen)))
     seen.update(checks, sharpen)
     return out
+
+
+def chain_line(findings: list[Finding]) -> str:
+    """The findings' causal chains as numbered roots and consequences, '1 cuda_oom -> 2 collective_hang -> 3
+    ray_actor_died' (one chain per root that has consequences, '; ' between chains); '' when none."""
+    kids: dict[int, list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.consequence_of is not None and 0 <= f.consequence_of < len(findings):
+            kids.setdefault(f.consequence_of, []).append(i)
+
+    def walk(i: int) -> list[int]:
+        return [i] + [j for k in kids.get(i, []) for j in walk(k)]
+
+    roots = [i for i, f in enumerate(findings) if f.consequence_of is None and i in kids]
+    return "; ".join(" -> ".join(f"{j + 1} {findings[j].symptom}" for j in walk(r)) for r in roots)
 
 
 def _end_value(v: float | None, s: SeriesSummary) -> str:
@@ -119,8 +137,13 @@ def triage_renderables(result: TriageResult, verbose: bool = True, command: str 
     out: list[RenderableType] = [
         Text.assemble((f"grpo-debug {command}", "bold"), f": {result.coverage.input} - "
                       f"{n} finding{'s' if n != 1 else ''}" + (" (truncated)" if result.truncated else "")),
+        Text.assemble(("Verdict: ", "bold"), (VERDICT_WORDS.get(result.verdict, result.verdict),
+                                              VERDICT_STYLE.get(result.verdict, ""))),
         Text.assemble(("Summary: ", "bold"), result.summary),
     ]
+    chain = chain_line(result.findings)
+    if chain:
+        out.append(Text.assemble(("Chain: ", "bold"), chain))
     seen: set[str] = set()
     for i, f in enumerate(result.findings, 1):
         out.append(Text(""))
