@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from mcp.types import CallToolResult, TextContent
 
-from grpo_debug.server.concise_text import render_answer
+from grpo_debug.server.concise_text import render_answer, signal_words
 from grpo_debug.server.schemas import TriageAnswer
 from grpo_debug.tools.models import Finding, TriageResult
 
@@ -47,7 +47,7 @@ STEPS = (Knobs(), Knobs(excerpt=160, why=600, others=6, series=5, line_fix=140),
          Knobs(evidence=5, excerpt=140, why=400, fix=900, causes=2, others=4, series=3, line_fix=120, edits=3, runs=8),
          Knobs(evidence=3, excerpt=120, why=300, fix=600, causes=1, others=2, series=2, line_fix=100, edits=2, runs=4))
 
-_REGEX_SIGNAL = re.compile(r"^log (?:line )?matches /.*/$", re.S)
+_QUOTED_REGEX = re.compile(r"`[^`\n]*[\\|^$*+?\[\]{}][^`\n]*`")
 _SUMMARY_PARTS = re.compile(r" (Signals|Evidence|Fix|Also|Note): ")
 
 
@@ -66,14 +66,14 @@ def one_line(s: str | None, n: int) -> str:
     return clip(" ".join((s or "").split()), n)
 
 
+def no_regex(s: str) -> str:
+    """A note without the raw regexes it quotes (`\\bTP\\d+\\]` becomes 'a pattern'): an agent cannot act on them."""
+    return _QUOTED_REGEX.sub("a pattern", s)
+
+
 def _signals(matched: list[str]) -> list[str]:
-    """The signals that fired, in words: a raw regex becomes 'a log line matches the rule's pattern'."""
-    out: list[str] = []
-    for m in matched:
-        m = "a log line matches the rule's pattern" if _REGEX_SIGNAL.match(m or "") else one_line(m, 240)
-        if m and m not in out:
-            out.append(m)
-    return out[:5]
+    """The signals that fired, in words (no raw regexes), at most five."""
+    return signal_words(matched)
 
 
 def _onset(f: Finding) -> dict | None:
@@ -120,7 +120,7 @@ def top_finding(f: Finding, k: Knobs) -> dict:
             cd["matched"] = sig
         causes.append(cd)
     d["causes"] = causes
-    d["fix"] = clip(f.fix, k.fix)
+    d["fix"] = one_line(f.fix, k.fix)
     if f.edits:
         d["edits"] = [{k_: v for k_, v in {"key": e.key, "line": e.line, "old": one_line(e.old, k.excerpt) or None,
                                             "new": one_line(e.new, k.excerpt), "note": one_line(e.note, 160)}.items()
@@ -148,17 +148,21 @@ def line_finding(f: Finding, k: Knobs) -> dict:
 
 
 def involved_series(res: TriageResult, n: int) -> list[str]:
-    """The metric series the findings name (first finding first; a series' full key or its last path part of
-    five or more characters, as detectors write 'grad_norm climbs ...'), at most ``n``."""
+    """The metric series the findings observed, first finding first: a series named in a finding's title, signals
+    or onset (by its full key, or by its last path part when that holds an underscore, as detectors write
+    'grad_norm climbs ...'), or by its full key in the fix or the summary; never from evidence lines, which print
+    every key of a step. At most ``n``."""
     out: list[str] = []
+
+    def named(key: str, seen: str, fix: str) -> bool:
+        tail = key.rsplit("/", 1)[-1]
+        return key in seen or key in fix or ("_" in tail and re.search(rf"(?<![\w/]){re.escape(tail)}\b", seen) is not None)
+
     for f in res.findings:
-        text = f.model_dump_json(include={"title", "evidence", "causes", "fix", "onset"})
-        for key in res.metrics:
-            tail = key.rsplit("/", 1)[-1]
-            if key not in out and (key in text or (len(tail) >= 5 and re.search(rf"\b{re.escape(tail)}\b", text))):
-                out.append(key)
-    summary = res.summary or ""
-    out += [k_ for k_ in res.metrics if k_ not in out and k_ in summary]
+        seen = " ".join([f.title, str(getattr(f, "onset", "") or "")] + [m for c in f.causes for m in c.matched])
+        out += [key for key in res.metrics if key not in out and named(key, seen, f.fix)]
+    head = short_summary(res)  # the whole summary quotes an evidence line
+    out += [key for key in res.metrics if key not in out and key in head]
     return out[:n]
 
 
@@ -169,11 +173,11 @@ def _coverage(res: TriageResult) -> dict:
     d["input"] = clip(d["input"], 300)
     d["formats"] = d["formats"][:8]
     if c.skipped:
-        d["skipped"] = [one_line(x, 200) for x in c.skipped[:3]]
+        d["skipped"] = [one_line(no_regex(x), 200) for x in c.skipped[:3]]
     if c.versions:
         d["versions"] = [one_line(x, 120) for x in c.versions[:3]]
     if c.files:
-        d["files"] = [one_line(x, 120) for x in c.files[:8]]
+        d["files"] = [one_line(x, 100) for x in c.files[:5]]
     return d
 
 
@@ -188,8 +192,9 @@ def short_summary(res: TriageResult) -> str:
     out = head
     if len(res.findings) > 1:
         out += " Also: " + ", ".join(f.symptom for f in res.findings[1:4]) + "."
-    if "Note" in named:
-        out += " Note: " + clip(named["Note"], 400)
+    note = named.get("Note", "").rstrip(".")
+    if note and not all(any(x.strip() in sk for sk in res.coverage.skipped) for x in note.split("; ")):
+        out += " Note: " + one_line(no_regex(note), 400)  # said here unless it is coverage.skipped's own words
     return out
 
 
@@ -206,13 +211,16 @@ def _runs(res: TriageResult, k: Knobs) -> list | None:
         fs = d.get("findings")
         if isinstance(fs, list):
             keep["findings"] = [_run_finding(x) for x in fs[:5]]
+        if isinstance(d.get("config"), dict) and d["config"]:
+            keep["config"] = {k_: (one_line(v, 80) if isinstance(v, str) else v)
+                              for k_, v in list(d["config"].items())[:4]}
         out.append(keep)
     return out
 
 
 def _run_finding(x: Any) -> Any:
     if isinstance(x, dict):
-        return {k: v for k, v in x.items() if k in ("symptom", "title", "confidence", "onset", "rule_id", "index")}
+        return {k: v for k, v in x.items() if k in ("symptom", "confidence", "onset", "rule_ids", "index")}
     return x
 
 
@@ -293,7 +301,8 @@ def full_answer(res: TriageResult, tool: str = "triage") -> CallToolResult:
     """The whole (bounded) result as structured content, with its compact text rendering (every finding)."""
     d = res.model_dump(mode="json", by_alias=True)
     d["detail"], d["more"] = "full", ""
-    return CallToolResult(content=[TextContent(type="text", text=render_answer(d, tool))], structured_content=d)
+    text = render_answer(d, tool, summary=short_summary(res))  # its signals, evidence and fix follow in full
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=d)
 
 
 def answer(res: TriageResult, detail: Detail = "concise", tool: str = "triage") -> CallToolResult:

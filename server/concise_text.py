@@ -4,7 +4,22 @@ concise answer (every finding in full with detail='full'); then the causal chain
 what was left out."""
 from __future__ import annotations
 
+import re
 from typing import Any
+
+_REGEX_SIGNAL = re.compile(r"^log (?:line )?matches /.*/$", re.S)
+
+
+def signal_words(matched: list[str], n: int = 5, chars: int = 240) -> list[str]:
+    """The signals that fired, in words, at most ``n``: a raw regex becomes 'a log line matches the rule's
+    pattern' (explain_rule shows the pattern); repeats dropped; each on one line of at most ``chars``."""
+    out: list[str] = []
+    for m in matched:
+        m = "a log line matches the rule's pattern" if _REGEX_SIGNAL.match(m or "") else " ".join((m or "").split())
+        m = m if len(m) <= chars else m[: chars - 1] + "\u2026"
+        if m and m not in out:
+            out.append(m)
+    return out[:n]
 
 
 def _num(v: Any) -> str:
@@ -23,7 +38,8 @@ def _onset(o: Any) -> str:
         return ""
     parts = []
     if o.get("step") is not None:
-        parts.append(f"step {_num(o['step'])}")
+        what = " ".join(str(o[k]) for k in ("series", "kind") if o.get(k))
+        parts.append(f"step {_num(o['step'])}" + (f" ({what})" if what else ""))
     if o.get("line") is not None:
         parts.append(f"L{o['line']}" + (f" of {o['file']}" if o.get("file") else ""))
     elif o.get("file"):
@@ -64,8 +80,9 @@ def _causes(f: dict, full: bool) -> list[str]:
                    + (f": {c['why']}" if c.get("why") else ""))
         if full and c.get("fix") and c["fix"] != f.get("fix"):
             out.append(f"  its fix: {c['fix']}")
-        if c.get("matched"):
-            out.append(" signals: " + "; ".join(c["matched"]))
+        sig = " signals: " + "; ".join(signal_words(c.get("matched") or [], 8 if full else 5))
+        if c.get("matched") and sig not in out:  # causes that share their signals: said once
+            out.append(sig)
     if not full and len(causes) > 1:
         out.append(" other causes: " + ", ".join(c["rule_id"] for c in causes[1:]))
     return out
@@ -157,15 +174,17 @@ def coverage_lines(c: dict, full: bool) -> list[str]:
     return out
 
 
-def render_answer(d: dict, tool: str = "triage") -> str:
-    """The text block of a triage/check_config answer ``d`` (its structured content, concise or full)."""
+def render_answer(d: dict, tool: str = "triage", summary: str | None = None) -> str:
+    """The text block of a triage/check_config answer ``d`` (its structured content, concise or full);
+    ``summary``: the summary to print instead of ``d``'s (a full answer's repeats its top finding)."""
     full = d.get("detail") == "full"
     fs = d.get("findings") or []
     head = f"{tool}: " + (f"{d['verdict']} | " if d.get("verdict") else "") + f"{len(fs)} finding{'s' * (len(fs) != 1)}"
-    out = [head + (" (truncated)" if d.get("truncated") and full else ""), d.get("summary", "")]
+    out = [head + (" (truncated)" if d.get("truncated") and full else ""),
+           d.get("summary", "") if summary is None else summary]
     for i, f in enumerate(fs, 1):
         out += finding_block(i, f, full) if (i == 1 or full) else [finding_line(i, f)]
-    if chain := chain_line(fs):
+    if (chain := chain_line(fs)) and "Chain:" not in (d.get("summary") or ""):  # said once
         out.append(chain)
     for r in d.get("runs") or []:
         if isinstance(r, dict):
