@@ -132,7 +132,7 @@ def _overrides(v: View, seg, text: str, run) -> None:
 
 def _how(segs) -> str:
     return {"labels": "split on the runs' line labels", "headers": "split on the runs' header lines",
-            "restart": "split where a run starts again (a second launch line, the step numbering from the start)"
+            "restart": "split where a run starts again: a second launch line, or the steps from the start"
             }.get(segs[0].how, "split into runs")
 
 
@@ -194,19 +194,27 @@ def _run_findings(v: View, extra: list) -> tuple[list, dict[int, int]]:
     return seq, pos
 
 
+_KEY_SERIES = ("grad_norm", "entropy", "reward_mean", "score_mean", "response_length_mean", "kl", "loss")
+
+
 def _summary_row(v: View, seq: list, diff_keys: list[str]):
+    """The run's RunSummary, compact (a sweep of 30 runs stays inside an MCP answer): up to 5 findings of a broken
+    run (2 of another), the differing config facts, up to 4 key series' levels."""
     from grpo_debug.tools.models import RunSummary
+    from grpo_debug.tools.rundir.runs_compare import _num
 
     verdict = getattr(v.result, "verdict", None)
-    if seq and any(f.run == v.name and f.causes and f.causes[0].rule_id.startswith("runs:") for f in seq) \
-            and verdict == "healthy":
+    broken = any(_CONF[f.confidence] >= 2 and not getattr(f, "risk", False) for f in seq)
+    if broken and verdict == "healthy":  # a finding of the comparison (an outlier) makes it not healthy
         verdict = "not_healthy"
     cfg = {k: v.facts[k].value for k in diff_keys if k in v.facts}
+    series = {k: {"median": _num(s["median"]), "max": _num(s["max"]), "last": _num(s["last"]), "points": s["points"]}
+              | ({"nonfinite_step": s["nonfinite_step"]} if s["nonfinite_step"] is not None else {})
+              for k in _KEY_SERIES if (s := v.series.get(k))}
     return RunSummary(name=v.name, source=v.source, verdict=verdict,
-                      findings=[{"symptom": f.symptom, "confidence": f.confidence, "title": f.title[:160],
-                                 "rule_ids": [c.rule_id for c in f.causes][:3]} for f in seq[:8]],
-                      config=cfg, series={k: {x: s[x] for x in ("median", "max", "last", "points", "nonfinite_step")}
-                                          for k, s in list(v.series.items())[:8]})
+                      findings=[{"symptom": f.symptom, "confidence": f.confidence, "title": f.title[:120],
+                                 "rule_ids": [c.rule_id for c in f.causes][:3]} for f in seq[:5 if broken else 2]],
+                      config=cfg, series=dict(list(series.items())[:4]))
 
 
 def _coverage(views: list[View], label: str, lines_read: int | None, bytes_read: int | None, skipped: list[str]):

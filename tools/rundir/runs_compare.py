@@ -197,8 +197,9 @@ def _gap_finding(v: View, k: str, symptom: str, ratio: float, sibs: list[View], 
     me = v.series[k]
     lv = ", ".join(f"{u.name} {_fmt(u.series[k]['median'])}" for u in sibs[:4])
     word = f"{ratio:.0f}x" if ratio >= 1 else f"1/{1 / ratio:.0f}"
-    title = (f"{v.name}: {k} median {_fmt(me['median'])} is {word} the other run{'s' if len(sibs) > 1 else ''}' "
-             f"({lv})")
+    title = f"{v.name}: {k} median {_fmt(me['median'])} is {word} the other run{'s' if len(sibs) > 1 else ''}' ({lv})"
+    if len(sibs) == 1:
+        title = title.replace("the other run' (", "the other run's (")
     why = (f"Runs of the same input sit an order of magnitude apart in {k}: {v.name}'s level (median over "
            f"{me['points']} points, max {_fmt(me['max'])}) against {lv}.")
     if rows:
@@ -230,7 +231,9 @@ def _config_finding(v: View, rows, views: list[View]):
                                        for u in healthy}) == 1
     conf = "medium" if agree and len(rows) <= 3 else "low"
     words = _diff_words(v, rows)
-    title = f"{v.name} ({top.symptom}) differs from {'the healthy runs' if healthy else 'the other runs'}: {words}"
+    who = ("the healthy run" if len(healthy) == 1 else "the healthy runs") if healthy else \
+        ("the other run" if len(ref) == 1 else "the other runs")
+    title = f"{v.name} ({top.symptom}) differs from {who}: {words}"
     why = (f"{v.name} shows {top.symptom} ({top.title[:120]}) while {', '.join(u.name for u in ref[:4])} "
            f"{'do' if len(ref) > 1 else 'does'} not; the config facts only it has: {words}.")
     fix = _fix(v, rows, top.fix)

@@ -80,7 +80,10 @@ class Segment:
 def _label(raw: str | None) -> str | None:
     if not raw or (len(raw) == 1 and raw.upper() in _LEVELS):
         return None
-    return re.sub(r"[ _-]", "", raw).upper() if len(raw) > 1 else raw.upper()
+    m = re.match(r"(run|exp|trial)[ _-]?(.+)$", raw, re.I)
+    if m is None:
+        return raw.upper()
+    return m.group(2).upper() if len(m.group(2)) == 1 else m.group(1).lower() + m.group(2)  # "Run A" A, "run_1" run1
 
 
 def _split_prefixed(lines: list[str]) -> list[Segment] | None:
