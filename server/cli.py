@@ -92,7 +92,8 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
     progress, bar = triage_bar(path)  # rich, stderr, TTY only: bytes processed, then the analysis phase
     try:
-        result = triage(text=text, path=path, max_findings=args.max_findings, progress=progress, versions=args.versions)
+        result = triage(text=text, path=path, max_findings=args.max_findings, progress=progress, versions=args.versions,
+                        runs=getattr(args, "runs", None))
     except InputError as e:
         hint = f"; or pipe the text in with '{PROG} triage -'" if "no such file" in str(e) else ""
         raise CliError(f"{e}{hint}") from e
@@ -477,6 +478,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
                    help="at most N findings (1-100, default 10)")
     add_versions_arg(t)
+    g = t.add_mutually_exclusive_group()  # several runs in one input: tools/rundir/runs.py
+    g.add_argument("--one-run", dest="runs", action="store_const", const="one",
+                   help="read the input as one run (never split a paste or a folder into runs)")
+    g.add_argument("--split-runs", dest="runs", action="store_const", const="split",
+                   help="split into runs on weaker signs too (any restart of the step numbering, every log of a folder)")
     t.set_defaults(func=cmd_triage)
 
     c = sub.add_parser("check", help="check a config or launch script: what the settings will cause, exact edits",
