@@ -23,7 +23,7 @@ TRAINING = re.compile(r"reward|score|loss|grad.?norm|entropy|\bkl\b|_kl\b|kl_|ad
 VALIDATION = re.compile(r"^(?:val(?:-core|-aux|idation)?|eval|test)(?:[/_-]|$)|[/_-](?:val|eval)[/_-]", re.I)
 LOWER_BETTER = re.compile(r"loss|perplexity|ppl|error", re.I)
 DECLINE_REL = 0.10  # a fall of at least 10% of the peak ...
-DECLINE_NOISE = 3.0  # ... and of 3x the series' median step-to-step change
+DECLINE_NOISE = 3.0  # ... and of 3x the series' noise
 CRASHES = frozenset({"cuda_oom", "illegal_memory_access", "host_oom", "process_crash", "collective_hang",
                      "ray_actor_died", "nan_inf"})
 
@@ -57,9 +57,9 @@ def training_steps(table) -> tuple[int, list[str]]:
 
 def val_decline(table) -> Decline | None:
     """The validation series (higher-is-better first, then losses; the one with most points) whose best point is
-    followed by at least two points, every one of them below the best by a clear margin (``DECLINE_REL`` of the
-    best and ``DECLINE_NOISE`` times the series' typical step-to-step change), the last one included; None when
-    no validation series does so."""
+    followed by at least two points and whose last half of them (at least two, the last one included) all lie
+    below the best by a clear margin: ``DECLINE_REL`` of the best and ``DECLINE_NOISE`` times the series' noise
+    (the median distance of a point from the midpoint of its neighbours); None when no validation series does so."""
     keys = [k for k in table.series if VALIDATION.search(k) and len(_finite(table.series[k])) >= 4]
     keys.sort(key=lambda k: (bool(LOWER_BETTER.search(k)), -len(table.series[k]), k))
     for k in keys:
@@ -70,9 +70,10 @@ def val_decline(table) -> Decline | None:
         after = ys[i + 1:]
         if len(after) < 2:
             continue
-        noise = statistics.median(abs(b - a) for a, b in zip(ys, ys[1:]))
+        # noise: how far a point sits from the midpoint of its neighbours (a steady trend is not noise)
+        noise = statistics.median(abs(ys[j] - (ys[j - 1] + ys[j + 1]) / 2) for j in range(1, len(ys) - 1))
         margin = max(DECLINE_REL * abs(ys[i]), DECLINE_NOISE * noise, 1e-12)
-        if all(y <= ys[i] - margin / 2 for y in after) and ys[-1] <= ys[i] - margin:
+        if all(y <= ys[i] - margin for y in after[-max(2, len(after) // 2):]):
             return Decline(k, pts[i].step, pts[i].value, pts[-1].step, pts[-1].value)
     return None
 
