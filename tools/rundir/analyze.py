@@ -183,7 +183,7 @@ def remap(result, m) -> None:
 def _summary(result) -> str:
     from grpo_debug.tools.triage import _summary as summary
 
-    s = summary(result.findings, result.coverage, None)
+    s = summary(result.findings, result.coverage, None, reason=result._reason)  # the verdict's reason first
     ev = result.findings[0].evidence[0] if result.findings and result.findings[0].evidence else None
     if ev is not None and ev.source:
         s = s.replace(f"Evidence: line {ev.line}:", f"Evidence: {ev.source} line {ev.line}:", 1)
@@ -256,7 +256,8 @@ def triage_any(text: str | None = None, path=None, *, runs: str | None = None, *
                 return res
         if os.path.isdir(p) or is_store_file(p):
             return triage_folder(p, **kw)
-    if runs != "one" and (text is None) != (path is None) and (text is not None or streamable(path) is None):
+    if runs != "one" and (text is None) != (path is None) and (text is not None or (
+            os.path.isfile(os.path.expanduser(os.fspath(path))) and streamable(path) is None)):
         return _paste_runs(text, path, runs == "split", **kw)
     return triage(text=text, path=path, **kw)
 
