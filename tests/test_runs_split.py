@@ -194,3 +194,13 @@ def test_a_30_log_sweep_is_triaged_run_by_run_in_bounded_memory(tmp_path):
     assert len(out["runs"]) == 30 and out["runs"][0]["name"] == "run17.log", [x["name"] for x in out["runs"][:3]]
     assert rss < 512, f"{rss:.0f} MB"
     assert took < 300, f"{took:.0f} s"
+
+
+def test_fleet_summary_lists_the_broken_runs_first(tmp_path):
+    from grpo_debug.tools.rundir.fleet import fleet
+
+    _sweep(tmp_path / "sweep")
+    rows: list[str] = []
+    summary = fleet([str(tmp_path / "sweep")], jobs=1, emit=rows.append)
+    assert summary["runs"] == 6 and summary["broken"] == [str(tmp_path / "sweep" / "sweep_3.log")]
+    assert all("verdict" in json.loads(r) for r in rows)

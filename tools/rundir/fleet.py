@@ -38,8 +38,15 @@ def compact(path: str, result=None, error: str | None = None, seconds: float = 0
            "confidence": f.confidence,
            "evidence": (f"{f.evidence[0].source + ' ' if f.evidence[0].source else ''}line {f.evidence[0].line}: "
                         f"{f.evidence[0].text[:160]}") if f.evidence else None} for f in result.findings[:5]]
-    return {"path": path, "ok": True, "top": fs[0]["symptom"] if fs else None, "findings": fs,
-            "lines_read": result.coverage.lines_read, "seconds": round(seconds, 3)}
+    row = {"path": path, "ok": True, "top": fs[0]["symptom"] if fs else None, "findings": fs,
+           "verdict": getattr(result, "verdict", None), "lines_read": result.coverage.lines_read,
+           "seconds": round(seconds, 3)}
+    if getattr(result, "runs", None):  # the path itself held several runs (tools/rundir/runs.py)
+        for f, full in zip(fs, result.findings):
+            f["run"] = full.run
+        row["runs"] = [{"name": r.name, "verdict": r.verdict, "top": r.findings[0]["symptom"] if r.findings else None}
+                       for r in result.runs[:50]]
+    return row
 
 
 def _init() -> None:
@@ -137,8 +144,22 @@ def run_ray(paths: list[str], address: str, timeout: float = 600.0) -> Iterator[
             ray.shutdown()
 
 
+_RANK = {"high": 3, "medium": 2, "low": 1}
+
+
+def broken_first(rows: list[dict[str, Any]]) -> list[str]:
+    """The paths of the runs with a medium/high finding, the most severe first (a high finding, then how many)."""
+    def sev(r):
+        cs = [_RANK.get(f.get("confidence"), 0) for f in r.get("findings") or []]
+        return max(cs, default=0), sum(c >= 2 for c in cs)
+
+    bad = [r for r in rows if r.get("ok") and sev(r)[0] >= 2]
+    return [r["path"] for r in sorted(bad, key=lambda r: tuple(-x for x in sev(r)))]
+
+
 def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """{runs, failed, seconds, by_rule: {rule: {symptom, runs, paths (first 5)}}} over the runs' top findings."""
+    """{runs, failed, seconds, broken (paths of the runs with a medium/high finding, most severe first), by_rule:
+    {rule: {symptom, runs, paths (first 5)}}} over the runs' top findings."""
     rows = list(rows)
     by: dict[str, dict[str, Any]] = {}
     for r in rows:
@@ -149,7 +170,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
             if len(g["paths"]) < 5:
                 g["paths"].append(r["path"])
     return {"runs": len(rows), "failed": sum(not r.get("ok") for r in rows),
-            "seconds": round(sum(r.get("seconds", 0) for r in rows), 3),
+            "seconds": round(sum(r.get("seconds", 0) for r in rows), 3), "broken": broken_first(rows)[:50],
             "by_rule": dict(sorted(by.items(), key=lambda kv: -kv[1]["runs"]))}
 
 
