@@ -11,15 +11,15 @@ a valid :class:`~grpo_debug.server.schemas.TriageAnswer` (a TriageResult), the t
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp.types import CallToolResult, TextContent
 
-from grpo_debug.server.concise_text import render_answer, signal_words
+from grpo_debug.server.concise_text import render_answer
 from grpo_debug.server.schemas import TriageAnswer
 from grpo_debug.tools.models import Finding, TriageResult
+from grpo_debug.tools.render.concise import clip, involved_series, no_regex, one_line, short_summary, signal_words
 
 Detail = Literal["concise", "full"]
 
@@ -47,28 +47,6 @@ STEPS = (Knobs(), Knobs(excerpt=160, why=600, others=6, series=5, line_fix=140),
          Knobs(evidence=5, excerpt=140, why=400, fix=900, causes=2, others=4, series=3, line_fix=120, edits=3, runs=8),
          Knobs(evidence=3, excerpt=120, why=300, fix=600, causes=1, others=2, series=2, line_fix=100, edits=2, runs=4))
 
-_QUOTED_REGEX = re.compile(r"`[^`\n]*[\\|^$*+?\[\]{}][^`\n]*`")
-_SUMMARY_PARTS = re.compile(r" (Signals|Evidence|Fix|Also|Note): ")
-
-
-def clip(s: str | None, n: int) -> str:
-    """``s`` cut to at most ``n`` characters at a word boundary, with an ellipsis when cut ('' for None)."""
-    s = (s or "").strip()
-    if len(s) <= n:
-        return s
-    cut = s[: n - 1]
-    sp = cut.rfind(" ")
-    return (cut[:sp] if sp > n // 2 else cut).rstrip(" ,;:") + "\u2026"
-
-
-def one_line(s: str | None, n: int) -> str:
-    """``s`` on one line (whitespace runs folded) and clipped to ``n`` characters."""
-    return clip(" ".join((s or "").split()), n)
-
-
-def no_regex(s: str) -> str:
-    """A note without the raw regexes it quotes (`\\bTP\\d+\\]` becomes 'a pattern'): an agent cannot act on them."""
-    return _QUOTED_REGEX.sub("a pattern", s)
 
 
 def _signals(matched: list[str]) -> list[str]:
@@ -147,25 +125,6 @@ def line_finding(f: Finding, k: Knobs) -> dict:
     return d
 
 
-def involved_series(res: TriageResult, n: int) -> list[str]:
-    """The metric series the findings observed, first finding first: a series named in a finding's title, signals
-    or onset (by its full key, or by its last path part when that holds an underscore, as detectors write
-    'grad_norm climbs ...'), or by its full key in the fix or the summary; never from evidence lines, which print
-    every key of a step. At most ``n``."""
-    out: list[str] = []
-
-    def named(key: str, seen: str, fix: str) -> bool:
-        tail = key.rsplit("/", 1)[-1]
-        return key in seen or key in fix or ("_" in tail and re.search(rf"(?<![\w/]){re.escape(tail)}\b", seen) is not None)
-
-    for f in res.findings:
-        seen = " ".join([f.title, str(getattr(f, "onset", "") or "")] + [m for c in f.causes for m in c.matched])
-        out += [key for key in res.metrics if key not in out and named(key, seen, f.fix)]
-    head = short_summary(res)  # the whole summary quotes an evidence line
-    out += [key for key in res.metrics if key not in out and key in head]
-    return out[:n]
-
-
 def _coverage(res: TriageResult) -> dict:
     c = res.coverage
     d = c.model_dump(mode="json", include={"input", "bytes_read", "lines_read", "formats", "metric_lines",
@@ -179,23 +138,6 @@ def _coverage(res: TriageResult) -> dict:
     if c.files:
         d["files"] = [one_line(x, 100) for x in c.files[:5]]
     return d
-
-
-def short_summary(res: TriageResult) -> str:
-    """The summary without what the top finding already says (its signals, evidence and fix): the headline,
-    'Also: ...' (symptoms only) and the notes on the input."""
-    s = res.summary or ""
-    parts = _SUMMARY_PARTS.split(s)
-    if len(parts) < 3 or not res.findings:
-        return clip(s, 1_200)
-    head, named = parts[0], dict(zip(parts[1::2], parts[2::2]))
-    out = head
-    if len(res.findings) > 1:
-        out += " Also: " + ", ".join(f.symptom for f in res.findings[1:4]) + "."
-    note = named.get("Note", "").rstrip(".")
-    if note and not all(any(x.strip() in sk for sk in res.coverage.skipped) for x in note.split("; ")):
-        out += " Note: " + one_line(no_regex(note), 400)  # said here unless it is coverage.skipped's own words
-    return out
 
 
 def _runs(res: TriageResult, k: Knobs) -> list | None:

@@ -4,23 +4,9 @@ concise answer (every finding in full with detail='full'); then the causal chain
 what was left out."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_REGEX_SIGNAL = re.compile(r"^log (?:line )?matches /.*/$", re.S)
-
-
-def signal_words(matched: list[str], n: int = 5, chars: int = 240) -> list[str]:
-    """The signals that fired, in words, at most ``n``: a raw regex becomes 'a log line matches the rule's
-    pattern' (explain_rule shows the pattern); repeats dropped; each on one line of at most ``chars``."""
-    out: list[str] = []
-    for m in matched:
-        m = "a log line matches the rule's pattern" if _REGEX_SIGNAL.match(m or "") else " ".join((m or "").split())
-        m = m if len(m) <= chars else m[: chars - 1] + "\u2026"
-        if m and m not in out:
-            out.append(m)
-    return out[:n]
-
+from grpo_debug.tools.render.concise import signal_words
 
 def _num(v: Any) -> str:
     if v is None:
