@@ -99,6 +99,11 @@ def test_same_script_other_commit_restart_is_split_and_the_config_difference_nam
     assert "trainer.n_gpus_per_node=8" in diff.title and "1" in diff.title
     lines = text.splitlines()
     assert any("n_gpus_per_node=1" in lines[e.line - 1] for e in diff.evidence)
+    relaunch = verl_run(steps=8, seed=7) + verl_run(steps=8, seed=8, lr=1e-5)  # a second launch line: a second run
+    segs = split_text("\n".join(relaunch))
+    assert [s.where() for s in segs] == ["lines 1-9", "lines 10-18"]
+    resumed = verl_run(steps=16, seed=7)
+    assert split_text("\n".join(resumed[:9] + resumed[:1] + resumed[9:])) is None  # relaunched, steps go on
     # an epoch-wise step counter with no separator is one run; --split-runs cuts it anyway
     epochs = "\n".join(verl_run(steps=8, seed=7) + verl_run(steps=8, seed=8, launch=False))
     assert split_text(epochs) is None and len(split_text(epochs, force=True)) == 2
