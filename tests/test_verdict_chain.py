@@ -339,3 +339,13 @@ def test_some_cases_keep_the_verdict_risk_and_chain_contract():
     assert len(picked) >= 3
     for p in picked:
         _contract(triage(path=str(p)))
+
+
+def test_a_run_folder_says_the_verdict_and_the_chain_in_its_files_lines(tmp_path):
+    from grpo_debug.tools.rundir.analyze import triage_folder
+
+    (tmp_path / "train.log").write_text(OOM_THEN_NCCL)
+    r = triage_folder(str(tmp_path))
+    assert r.verdict == "not_healthy" and r.summary.startswith("Not healthy: cuda_oom at high confidence")
+    assert "Chain: cuda_oom (line 6) -> collective_hang (line 7) -> ray_actor_died (line 10)." in r.summary
+    _contract(r)

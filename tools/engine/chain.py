@@ -41,14 +41,15 @@ CAUSES: dict[str, frozenset[str]] = {
 
 def when(finding, key: int | None) -> int | None:
     """The input line where ``finding`` starts: its onset's line (when another part of the engine dated it), else
-    ``key`` (its key evidence line), else its first evidence line; None when it cites no line."""
+    ``key`` (its key evidence line), else its first evidence line (later ones may be context added after it, such
+    as the last lines of a rank that did not report); None when it cites no line."""
     onset = getattr(finding, "onset", None)
     line = getattr(onset, "line", None) if onset is not None else None
     if isinstance(line, int):
         return line
     if key is not None:
         return key
-    return min((e.line for e in finding.evidence), default=None)
+    return finding.evidence[0].line if finding.evidence else None
 
 
 def _parent(i: int, findings: list, at: list) -> int | None:
@@ -190,7 +191,7 @@ def chain_sentence(findings: list, at: dict[int, int | None], detail: dict[int, 
     for i, f in enumerate(findings):
         if f.consequence_of in members and i not in members:
             members.append(i)
-    members.sort(key=lambda i: (at.get(id(findings[i])) or 0, i))
+    # in the answer's order: the root, then each consequence after the one it follows from (engine/chain.order)
 
     def say(f) -> str:
         where = [f"line {at[id(f)]}"] if at.get(id(f)) is not None else []
