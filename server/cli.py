@@ -473,8 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("path", nargs="?", metavar="PATH", help="file or run folder to read, or '-' for stdin")
     t.add_argument("--example", nargs="?", const=DEFAULT_EXAMPLE, metavar="NAME",
                    help=f"triage a bundled example log instead (default {DEFAULT_EXAMPLE})")
-    t.add_argument("--format", choices=("text", "json"), default="text")
-    t.add_argument("--verbose", action="store_true", help="every evidence line, cause, setting and hint")
+    t.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text: the top finding in full, the others one line each (--verbose: all); json: the whole result")
+    t.add_argument("--verbose", action="store_true", help="text: write out every finding, cause, series and hint")
     t.add_argument("--max-findings", type=_positive_int, default=10, metavar="N",
                    help="at most N findings (1-100, default 10)")
     add_versions_arg(t)

@@ -231,3 +231,28 @@ def test_a_sweep_folder_of_30_logs_fits(tmp_path):
     top = r.structured_content["findings"][0]
     _contract(top)
     assert top["causes"][0]["why"]
+
+
+def test_cli_text_follows_the_concise_form_and_json_stays_complete(capsys):
+    """CLI text: the top finding written out, the others one line (rule id, fix); --verbose all; json complete."""
+    from grpo_debug.server.cli import main
+    from grpo_debug.tools.rundir import triage_any
+
+    path = SHARED / "verl-late-gradnorm-climb" / "input.log"
+    if not path.exists():
+        pytest.skip("needs the shared cases")
+    res = triage_any(path=str(path))
+    assert len(res.findings) >= 2
+    assert main(["triage", str(path)]) == 0
+    short = capsys.readouterr().out
+    assert main(["triage", str(path), "--verbose"]) == 0
+    long = capsys.readouterr().out
+    assert main(["triage", str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(res.model_dump_json())
+    top, second = res.findings[0], res.findings[1]
+    assert all(f"L{e.line}:" in short for e in top.evidence)  # the top finding complete
+    flat = " ".join(short.split())
+    assert f"rule {second.causes[0].rule_id}" in flat and "fix: " + " ".join(second.fix.split())[:40] in flat
+    assert short.count("Causes:") == 1 and long.count("Causes:") == len(res.findings)
+    assert "Signals:" in short and "log matches /" not in short
+    assert len(short) < len(long) and "--verbose" in short

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grpo_debug.tools.models import Coverage, Finding, SeriesSummary, TriageResult
+from grpo_debug.tools.render.concise import involved_series, one_line, short_summary, signal_words
 from grpo_debug.tools.render.text import CONF_STYLE, bullets, fmt_num, marker_rows, section, to_str
 
 VERDICT_WORDS = {"healthy": "healthy", "not_healthy": "not healthy", "cannot_tell": "cannot tell"}
@@ -15,32 +16,61 @@ MAX_METRIC_ROWS = 12
 CONCISE_METRIC_ROWS = 6
 
 
-#: What the concise view (the default) keeps of each finding; --verbose shows everything.
-CONCISE_EVIDENCE, CONCISE_CAUSES = 3, 2
+#: The concise view (the default) writes out the top finding (two next checks) and gives every other one line;
+#: --verbose writes out every finding.
+CONCISE_CHECKS = 2
+
+
+def _onset_words(f: Finding) -> str:
+    """'  onset step 43 (grad_norm climb, L4910)' from the finding's onset; '' without one."""
+    o = getattr(f, "onset", None)
+    if o is None or getattr(o, "step", None) is None:
+        return ""
+    what = ", ".join(x for x in (getattr(o, "series", None), getattr(o, "kind", None),
+                                 f"L{o.line}" if getattr(o, "line", None) is not None else None) if x)
+    return f"  onset step {fmt_num(o.step)}" + (f" ({what})" if what else "")
+
+
+def _head(n: int, f: Finding) -> Text:
+    return Text.assemble((f"{n}. ", "bold"), ("risk " if f.risk else "", "yellow"), (f"[{f.symptom}] ", "bold cyan"),
+                         (f.title, "bold"), "  (confidence: ", (f.confidence, CONF_STYLE.get(f.confidence, "")), ")",
+                         (_onset_words(f), "dim"),
+                         (f"  follows from {f.consequence_of + 1}" if f.consequence_of is not None else "", "dim"))
+
+
+def finding_line(n: int, f: Finding) -> Text:
+    """A finding after the first in the concise view: its head, then its first evidence line, the rule id of its
+    most likely cause and a one-line fix (``--verbose`` writes it out)."""
+    bits = [f"L{f.evidence[0].line}: {one_line(f.evidence[0].text, 160)}"] if f.evidence else []
+    if f.causes:
+        bits.append(f"rule {f.causes[0].rule_id}")
+    bits.append(f"fix: {one_line(f.fix, 200)}")
+    return Text.assemble(_head(n, f), "\n   ", " | ".join(bits))
 
 
 def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str] | None = None) -> list[RenderableType]:
-    """One finding. Concise (``verbose=False``): 3 evidence lines, 2 signals, 2 causes, the fix and the change, the
-    first next check; hints already shown under an earlier finding (``seen``) are not repeated."""
+    """One finding written out. Concise (``verbose=False``, the top finding of the default view): every evidence
+    line, the signals in words, the first cause's mechanism and the others' rule ids, the fix and the change, the
+    settings, two next checks; hints already shown under an earlier finding (``seen``) are not repeated."""
     seen = set() if seen is None else seen
-    head = Text.assemble((f"{n}. ", "bold"), ("risk " if f.risk else "", "yellow"), (f"[{f.symptom}] ", "bold cyan"),
-                         (f.title, "bold"), "  (confidence: ", (f.confidence, CONF_STYLE.get(f.confidence, "")), ")",
-                         (f"  follows from {f.consequence_of + 1}" if f.consequence_of is not None else "", "dim"))
-    out: list[RenderableType] = [head]
-    evidence = f.evidence if verbose else f.evidence[:CONCISE_EVIDENCE]
+    out: list[RenderableType] = [_head(n, f)]
+    evidence = f.evidence
     if evidence:
         ev = marker_rows(((f"L{e.line}:", Text.assemble(e.text, (f"  ({e.source})", "dim") if e.source else ""))
                     for e in evidence), marker_style="cyan")
         out.append(section("Evidence" + (f" ({len(f.evidence)} lines, first {len(evidence)})"
                                          if len(evidence) < len(f.evidence) else ""), ev))
-    seen_signals = [m for m in (f.causes[0].matched if f.causes else []) if m][: None if verbose else 2]
+    matched = f.causes[0].matched if f.causes else []
+    seen_signals = [m for m in matched if m] if verbose else signal_words(matched)
     if seen_signals:  # what the detectors and patterns saw: "grad_norm climbs from step 197 (line 859212) ..."
         out.append(section("Signals", bullets(seen_signals)))
     if f.causes:
         causes = []
-        for c in (f.causes if verbose else f.causes[:CONCISE_CAUSES]):
+        for c in (f.causes if verbose else f.causes[:1]):
             mark = "" if c.verified else " [unverified source]"
             causes.append(Text.assemble((c.rule_id, "magenta"), f": {c.why}", (mark, "dim")))
+        if not verbose and len(f.causes) > 1:
+            causes.append(Text.assemble("also: ", (", ".join(c.rule_id for c in f.causes[1:]), "magenta")))
         out.append(section("Causes", bullets(causes)))
     out.append(section("Fix", f.fix))
     if f.edits:
@@ -53,10 +83,10 @@ def finding_renderables(n: int, f: Finding, verbose: bool = True, seen: set[str]
         out.append(section("Change", marker_rows(rows, marker_style="cyan")))
     elif f.patch:
         out.append(section("Patch", ", ".join(f"{k}={v}" for k, v in f.patch.items())))
-    if f.settings and verbose:
+    if f.settings:
         out.append(section("Current settings", bullets(f"{s.key} = {s.value!r} (L{s.line}{f' of {s.source}' if s.source else ''})"
                                                        for s in f.settings)))
-    checks = [c for c in f.next_checks if c not in seen][: None if verbose else 1]
+    checks = [c for c in f.next_checks if c not in seen][: None if verbose else CONCISE_CHECKS]
     if checks:
         out.append(section("Next checks", bullets(checks)))
     sharpen = [x for x in f.sharpen if x not in seen]
@@ -139,7 +169,7 @@ def triage_renderables(result: TriageResult, verbose: bool = True, command: str 
                       f"{n} finding{'s' if n != 1 else ''}" + (" (truncated)" if result.truncated else "")),
         Text.assemble(("Verdict: ", "bold"), (VERDICT_WORDS.get(result.verdict, result.verdict),
                                               VERDICT_STYLE.get(result.verdict, ""))),
-        Text.assemble(("Summary: ", "bold"), result.summary),
+        Text.assemble(("Summary: ", "bold"), short_summary(result)),  # its signals, evidence and fix follow
     ]
     chain = chain_line(result.findings)
     if chain:
@@ -147,13 +177,18 @@ def triage_renderables(result: TriageResult, verbose: bool = True, command: str 
     seen: set[str] = set()
     for i, f in enumerate(result.findings, 1):
         out.append(Text(""))
-        out.extend(finding_renderables(i, f, verbose, seen))
-    table = metrics_table(result.metrics, MAX_METRIC_ROWS if verbose else CONCISE_METRIC_ROWS)
+        out.extend(finding_renderables(i, f, verbose, seen) if verbose or i == 1 else [finding_line(i, f)])
+    metrics = result.metrics
+    if not verbose and result.findings:  # only the series the findings involve
+        metrics = {k: result.metrics[k] for k in involved_series(result, CONCISE_METRIC_ROWS)}
+    table = metrics_table(metrics, MAX_METRIC_ROWS if verbose else CONCISE_METRIC_ROWS)
+    if table is not None and len(metrics) < len(result.metrics) and not verbose:
+        table.caption = f"... {len(result.metrics) - len(metrics)} more series (--verbose, --format json)"
     if table is not None:
         out += [Text(""), table]
     out += [Text(""), coverage_line(result.coverage)]
     if not verbose:
-        out.append(Text("(concise: --verbose for every evidence line, cause, setting and hint)", style="dim"))
+        out.append(Text("(concise: --verbose writes out every finding, cause, series and hint)", style="dim"))
     return out
 
 
