@@ -128,13 +128,16 @@ class Watch:
         self.last_new = time.monotonic()
 
     # -- inputs --------------------------------------------------------------------------------------------
-    def discover(self) -> None:
-        """Followers for the PATH arguments (a folder: its store files, listed again every RESCAN_S)."""
+    def discover(self, first: bool = True) -> None:
+        """Followers for the PATH arguments (a folder: its store files, listed again every RESCAN_S). ``first``:
+        a PATH that is a link or not a regular file raises WatchError (later, a follower says it)."""
         self.last_rescan = time.monotonic()
         for arg in self.opts.paths:
             kind = safefs.kind(arg)
             if kind == "dir":
                 files = _store_files(arg)
+            elif kind in ("link", "other") and not first:
+                continue
             elif kind in ("link", "other"):
                 raise WatchError(f"{arg[:200]}: {'a symbolic link' if kind == 'link' else 'not a regular file'}; "
                                  "name the file itself")
@@ -165,7 +168,7 @@ class Watch:
     def poll_all(self) -> tuple[int, bool]:
         """Read every follower's new bytes; (new bytes, whether a follower has more waiting: a backlog)."""
         if self.opts.paths and time.monotonic() - self.last_rescan > RESCAN_S:
-            self.discover()
+            self.discover(first=False)
         new, backlog = 0, False
         from grpo_debug.tools.watch_state import BLOCK
         for f in self.followers.values():
@@ -207,7 +210,7 @@ class Watch:
         for fd in res.findings:
             if CONF[fd.confidence] < 1:
                 continue
-            rec = self._record(path, fd, ctx)
+            rec = self._record(path, fd, ctx, res)
             said = self.alerted.get(rec["key"])
             if said is None:
                 out.append(("alert", rec))
@@ -219,12 +222,18 @@ class Watch:
             self.alerted[rec["key"]] = {k: rec[k] for k in ("confidence", "onset_line", "onset_step", "generation")}
         return out
 
-    def _record(self, path: str, fd, ctx) -> dict:
+    def _record(self, path: str, fd, ctx, res) -> dict:
+        """What an alert says: the key (run, symptom, rule), the onset (first evidence line and its step; a metric
+        store's finding without a readable line: the first non-finite step for nan_inf) and the finding."""
         rule = fd.causes[0].rule_id if fd.causes else ""
         run = self.run_of[path]
         line = min((e.line for e in fd.evidence), default=None)
+        step = _step_at(ctx.metrics, line)
+        if line is None and fd.symptom == "nan_inf":
+            step = min((m.first_nonfinite_step for m in res.metrics.values() if m.first_nonfinite_step is not None),
+                       default=None)
         return {"key": f"{run}|{fd.symptom}|{rule}", "run": run, "file": path, "symptom": fd.symptom, "rule": rule,
-                "confidence": fd.confidence, "onset_line": line, "onset_step": _step_at(ctx.metrics, line),
+                "confidence": fd.confidence, "onset_line": line, "onset_step": step,
                 "generation": self.followers[path].generation, "finding": fd.model_dump(mode="json")}
 
     def say(self, event: str, rec: dict) -> None:

@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 
 from grpo_debug.tools import safefs
@@ -35,6 +36,10 @@ from grpo_debug.tools import safefs
 BLOCK = 4 << 20         # bytes read from one file per poll
 MAX_CARRY = 4 << 20     # an unfinished line longer than this is dropped up to its newline (counted)
 HEAD_ID = 4096          # bytes hashed to tell the same file after a restart
+# new bytes holding one of these are evaluated at once (tools/watch.py): a non-finite value, an error, a traceback,
+# an OOM or a kill; one C-level search per chunk (a line in the file's head is not counted by the line quotas)
+URGENT = re.compile(rb"\b(?:nan|NaN|NAN|-?inf|-?Inf|INF)\b|Error\b|Exception\b|Traceback|out of memory|Killed|"
+                    rb"Timeout|timed out|SIGKILL|SIGTERM|Segmentation fault")
 
 
 class _Gen:
@@ -49,6 +54,7 @@ class _Gen:
         self.line_no, self.pending = line_no, 0
         self.tail: collections.deque = collections.deque(maxlen=TAIL_LINES)
         self.cache: dict[int, object] = {}  # line number -> normalised Line, kept across snapshots
+        self.urgent = 0  # chunks that held an URGENT word
 
     def feed(self, chunk: bytes, base: int) -> None:
         """Scan ``chunk`` (complete lines, each ending in a newline) that starts at byte ``base`` of the file."""
@@ -57,6 +63,8 @@ class _Gen:
         first = self.line_no
         self.pending, self.line_no = self.sc.chunk(chunk, first, base, self.pending)
         self.tail.extend(_tail([(first, chunk)]))
+        if URGENT.search(chunk):
+            self.urgent += 1
 
 
 class _FileFollower:
@@ -80,8 +88,9 @@ class _FileFollower:
     def open(self, offset: int | None = None) -> bool:
         """Open the path through safefs (no link, regular file only); start at ``offset`` (None: 0). False when it
         does not exist yet; raises safefs.Refused for a link, FIFO or folder."""
-        try:
-            sf = safefs.open_file(self.path)
+        try:  # anchored at the file's folder: a link under the name (swapped in at a rotation) fails the open
+            with safefs.anchored(os.path.dirname(os.path.abspath(self.path))):
+                sf = safefs.open_file(self.path)
         except FileNotFoundError:
             return False
         st = os.fstat(sf.fd)
@@ -204,8 +213,8 @@ class LogFollower(_FileFollower):
         return (self.gen.line_no, self.gen.store.metric_lines) if self.gen else (0, 0)
 
     def urgent(self) -> int:
-        """Candidate lines matched so far (not metric lines): a change means an event, error or non-finite word."""
-        return sum(self.gen.sc.keeper.matched.values()) if self.gen else 0
+        """Chunks read so far that held an URGENT word (a change: evaluate at once)."""
+        return self.gen.urgent if self.gen else 0
 
 
 class _StoreFollower(_FileFollower):
@@ -214,13 +223,14 @@ class _StoreFollower(_FileFollower):
     def start_generation(self, offset: int) -> None:
         from grpo_debug.tools.engine.series_store import SeriesStore
 
-        self.store, self.records, self.bad = SeriesStore(), 0, 0
+        self.store, self.records, self.bad, self.nonfinite = SeriesStore(), 0, 0, 0
 
     def counts(self) -> tuple[int, int]:
         return self.records, self.store.metric_lines
 
     def urgent(self) -> int:
-        return 0
+        """Non-finite values read so far (a change: evaluate at once)."""
+        return self.nonfinite
 
 
 class JsonlFollower(_StoreFollower):
@@ -244,6 +254,7 @@ class JsonlFollower(_StoreFollower):
             vals = {k: (math.nan if v is None else x) for k, v in flat.items()
                     if v is None or (x := as_number(v)) is not None}
             if vals and math.isfinite(step):
+                self.nonfinite += not math.isfinite(sum(vals.values()))
                 self.store.add("verl", step, self.records, start, vals)
 
 
@@ -278,6 +289,7 @@ class TfeventsFollower(_StoreFollower):
         for (tag, step), (order, value, _where) in best.items():
             by_step.setdefault(step, {})[tag] = value
         for step in sorted(by_step):
+            self.nonfinite += not math.isfinite(sum(by_step[step].values()))
             self.store.add("tensorboard", step, self.records, -1, by_step[step])
 
 
