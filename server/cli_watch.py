@@ -45,8 +45,7 @@ def add_watch_parser(sub) -> None:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """Run the watcher; WatchError -> CliError (exit 2)."""
-    from grpo_debug.server.cli import CliError
+    """Run the watcher; a WatchError is one line on stderr and exit 2 (as the CLI's CliError)."""
     from grpo_debug.tools.watch import Options, WatchError, parse_fail_on, watch
 
     try:
@@ -55,6 +54,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                        on_alert=args.on_alert, state=args.state, interval=args.interval)
         return watch(opts, out=sys.stdout)
     except WatchError as e:
-        raise CliError(str(e)) from None
+        print(f"grpo-debug: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 0
