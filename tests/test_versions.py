@@ -180,7 +180,9 @@ def test_an_older_release_stated_in_the_input_raises_the_rule():
     verl = "verl==0.6.1\n" + (DATA / "verl_async_no_free_cache.sh").read_text()
     r = triage(text=verl)
     f = next(f for f in r.findings if f.causes[0].rule_id == "verl-free-cache-engine-no-weight-sync")
-    assert f.confidence == "high" and "line 1" in " ".join(f.causes[0].matched)
+    # a launch script alone: the finding is a risk (low, issue 23), the rule's own confidence carries the version
+    assert f.risk and f.confidence == "low" and f.causes[0].confidence == "high"
+    assert "line 1" in " ".join(f.causes[0].matched)
 
 
 def test_the_case_a_range_is_about_keeps_the_rule_outside_it():
@@ -197,7 +199,7 @@ def test_an_unknown_version_lowers_one_step_and_says_which_version_decides():
     r = check_config(path=DATA / "verl_async_no_free_cache.sh")
     f = next(f for f in r.findings if f.causes[0].rule_id == "verl-free-cache-engine-no-weight-sync")
     assert RULES["verl-free-cache-engine-no-weight-sync"].confidence == "high"
-    assert f.confidence == f.causes[0].confidence == "medium"
+    assert f.risk and f.confidence == "low" and f.causes[0].confidence == "medium"  # a script alone: a risk
     assert "verl < 0.7.0 only; your version is unknown: paste `pip show verl`" in f.causes[0].matched
     assert any("pip show verl" in s for s in f.sharpen)
     r = check_config(path=DATA / "ds_zero2_trl.json")
@@ -282,7 +284,8 @@ async def test_mcp_tools_take_versions():
         loud = await c.call_tool("triage", {"text": text, "versions": "deepspeed=0.14.0"})
         bad = await c.call_tool("triage", {"text": text, "versions": "deepspeed"})
     assert not quiet.is_error and quiet.structured_content["findings"] == []
-    assert loud.structured_content["findings"][0]["confidence"] == "medium"
+    loud_f = loud.structured_content["findings"][0]  # a config alone: a risk (low), the rule's confidence medium
+    assert loud_f["confidence"] == "low" and loud_f["causes"][0]["confidence"] == "medium"
     assert bad.is_error and "`versions`" in bad.content[0].text
 
 

@@ -5,9 +5,9 @@ A finding C *follows from* a finding R when R's symptom is a known cause of C's 
 strictly before C in the input (its onset line when it has one, else its key line: the first line of the event or
 detector that proved it; on the same start line, the one detected first). The pairs are the ones the failure reports show again and again:
 
-- a rank that crashes (CUDA OOM, illegal memory access, host OOM, an unexplained crash) never reaches the next
-  collective, so the other ranks time out in it (``collective_hang``), and Ray reports the dead workers
-  (``ray_actor_died``); a blocked collective's watchdog in turn kills its worker (``ray_actor_died``);
+- a rank that crashes (CUDA OOM, illegal memory access, host OOM) never reaches the next collective, so the other
+  ranks time out in it (``collective_hang``), and Ray reports the dead workers (``ray_actor_died``; an unexplained
+  crash, ``process_crash``, too); a blocked collective's watchdog in turn kills its worker (``ray_actor_died``);
 - responses that run to the length cap (``length_blowup``) grow the activations and KV cache until the trainer or
   the rollout engine runs out of memory (``cuda_oom``);
 - a gradient norm that climbs (``grad_norm_spike``) ends in a non-finite loss or norm (``nan_inf``);
@@ -31,7 +31,10 @@ CRASH_ROOTS = frozenset({"cuda_oom", "illegal_memory_access", "host_oom", "proce
 
 #: root symptom -> the symptoms that can follow from it (see the module docstring for the mechanisms).
 CAUSES: dict[str, frozenset[str]] = {
-    **{c: frozenset({"collective_hang", "ray_actor_died"}) for c in CRASH_ROOTS},
+    **{c: frozenset({"collective_hang", "ray_actor_died"}) for c in CRASH_ROOTS - {"process_crash"}},
+    # an unexplained error kills its actor; it is not said to block the others' collective: an error report's
+    # generic header line (Ascend's "EE9999: Inner Error!") is often printed just above the HCCL timeout it belongs to
+    "process_crash": frozenset({"ray_actor_died"}),
     "collective_hang": frozenset({"ray_actor_died"}),
     "length_blowup": frozenset({"cuda_oom"}),
     "grad_norm_spike": frozenset({"nan_inf"}),
