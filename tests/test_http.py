@@ -366,6 +366,7 @@ async def test_hanging_probe_is_killed_at_its_timeout_while_the_server_answers(m
     monkeypatch.setenv("GRPO_DEBUG_NUMERICS_TEST_SLEEP", "300")
     orig = collect.run_numerics
     monkeypatch.setattr(collect, "run_numerics", lambda *a, **k: orig(*a, **{**k, "timeout": timeout}))
+    monkeypatch.setenv("GRPO_DEBUG_POOL", "thread")  # the patched timeout is seen in-process only (not by workers)
     done: dict[str, float] = {}
     out: dict[str, object] = {}
     async with Client(build_server()) as c:
