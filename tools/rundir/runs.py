@@ -254,7 +254,7 @@ def _summary_text(order: list[View], how: str, findings: list, extra: dict) -> s
     if fine:
         parts.append(f"No medium/high finding: {', '.join(v.name for v in fine[:10])}"
                      + (f" and {len(fine) - 10} more" if len(fine) > 10 else "") + ".")
-    outl = [f for fs in extra.values() for f in fs]
+    outl = [f for fs in extra.values() for f in fs if not findings or f is not findings[0]]
     if outl:
         parts.append("Compared: " + " ".join(f.title.rstrip(".") + "." for f in outl[:3]))
     if findings:

@@ -62,6 +62,7 @@ class View:
 
     @property
     def broken(self) -> bool:
+        """A medium/high finding of its own (risks aside)."""
         return any(_CONF[f.confidence] >= 2 and not getattr(f, "risk", False) for f in self.result.findings)
 
 

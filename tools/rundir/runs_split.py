@@ -64,11 +64,13 @@ class Segment:
     span: tuple[int, int] | None = None  # first and last line of its own (a shared prelude not counted)
 
     def add(self, no: int, text: str) -> None:
+        """Append paste line ``no`` (1-based) with the text this run reads there."""
         self.nos.append(no)
         self.texts.append(text)
 
     @property
     def text(self) -> str:
+        """The run's text, its lines joined by newlines."""
         return "\n".join(self.texts)
 
     def where(self) -> str:
@@ -243,6 +245,7 @@ class Unit:
 
     @property
     def looks_like_run(self) -> bool:
+        """A launch line, three config facts, three metric records or a metric store: a run, not a side log."""
         return self.launch or len(self.facts) >= 3 or self.records >= 3 or bool(self.stores)
 
 
