@@ -208,3 +208,20 @@ def test_fleet_summary_lists_the_broken_runs_first(tmp_path):
     summary = fleet([str(tmp_path / "sweep")], jobs=1, emit=rows.append)
     assert summary["runs"] == 6 and summary["broken"] == [str(tmp_path / "sweep" / "sweep_3.log")]
     assert all("verdict" in json.loads(r) for r in rows)
+
+
+def test_a_folder_of_run_folders_is_one_run_per_folder(tmp_path):
+    for name, gn, lr in (("base", 0.3, 1e-6), ("hot", 60.0, 1e-4), ("warm", 0.4, 2e-6)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.log").write_text("\n".join(verl_run(seed=len(name), gn=gn, lr=lr, name=name)) + "\n")
+        (tmp_path / name / "notes.txt").write_text("nothing to see\n")
+    res = triage_any(path=str(tmp_path))
+    assert [r.name for r in res.runs][0] == "hot" and len(res.runs) == 3
+    assert res.findings[0].run == "hot" and res.findings[0].symptom == "grad_norm_spike"
+    assert res.findings[0].evidence[0].source == os.path.join("hot", "train.log")
+    one = tmp_path / "one"  # one run whose log and notes sit in two folders stays one run
+    (one / "logs").mkdir(parents=True)
+    (one / "logs" / "train.log").write_text("\n".join(verl_run(seed=1)) + "\n")
+    (one / "wandb").mkdir()
+    (one / "wandb" / "notes.txt").write_text("x\n")
+    assert triage_any(path=str(one)).runs == []

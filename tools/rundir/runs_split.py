@@ -245,8 +245,8 @@ class Unit:
 
     @property
     def looks_like_run(self) -> bool:
-        """A launch line, three config facts, three metric records or a metric store: a run, not a side log."""
-        return self.launch or len(self.facts) >= 3 or self.records >= 3 or bool(self.stores)
+        """A launch line, three config facts or three metric records in its logs: a run, not a side log."""
+        return self.launch or len(self.facts) >= 3 or self.records >= 3
 
 
 def _head_text(path: str) -> str:
@@ -373,6 +373,9 @@ def group_folder(inv, force: bool = False) -> list[Group] | None:
         mate = next((u for u in runs if os.path.basename(u.name).split(".")[0] == stem), None)
         if mate is not None:
             mate.texts += a.texts
-        elif sum(t.size for t in a.texts) <= 4 << 20:
+            mate.stores += a.stores
+            continue
+        shared_s += a.stores  # (a store of no one run's folder: every run's)
+        if sum(t.size for t in a.texts) <= 4 << 20:
             shared_t += a.texts
     return [Group(u.name, u.texts + shared_t, u.stores + shared_s) for u in runs]
