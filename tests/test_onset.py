@@ -71,7 +71,7 @@ def test_slow_exponential_grad_norm_climb_is_dated_where_it_starts(seed):
     assert abs(f.onset.step - (start + 1)) <= tol(start, n), f.onset
     assert f.onset.line == f.onset.step  # line N holds step N
     assert f.onset.detected_step is not None and f.onset.detected_step >= f.onset.step
-    assert any(e.line == f.onset.line for e in f.evidence)  # the evidence names the onset step too
+    assert any(e.line == f.onset.line for e in f.evidence)  # late_climb's evidence starts at the onset
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -213,8 +213,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         findings.append(Finding(
             symptom=symptom, title=top.rule.title + (f" (an isolated spike at step {onset.step} that recovered)"
                                                      if recovered and onset else ""), confidence=confidence, onset=onset,
-            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())
-                                               | ({onset.line} if onset and onset.line else set())), focus),
+            evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
             causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines) + _sets(settings, patch),
             patch=patch or None, edits=edits_for_patch(patch, ctx.facts, lines), settings=settings,
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2), risk=risk))

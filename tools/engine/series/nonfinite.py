@@ -43,6 +43,5 @@ def first_nonfinite(run: Run, metric: str | None = None, keys: str | None = None
     if o.kind != "nonfinite":
         q = s.points[o.index]
         msg += f"; it climbs from {at(q)} ({fmt(q.value)}) before it"
-        lines = lines + ([q.line] if q.line is not None else [])
     return attach(Hit(list(dict.fromkeys(lines))[:8], msg, [t[2].name for t in firsts]), s.points, o.index, o.kind,
                   s.name, detected=p)
