@@ -364,8 +364,7 @@ def _progress_reporter(ctx: Context, reading: str, analysing: str, interval: flo
 
 
 #: The `detail` argument of triage and check_config (server/concise.py).
-_DETAIL_DOC = ("concise (default): verdict, the top finding complete, the others one line each, the series they "
-               "involve; full: every finding, series and coverage list.")
+_DETAIL_DOC = "full: every finding and series"
 
 
 def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
@@ -374,16 +373,15 @@ def _register_triage(server: MCPServer, inputs: _Inputs) -> None:
         name="triage",
         title="Triage an RL training log",
         description=(
-            "Diagnose a GRPO/PPO run from its log, config (YAML/JSON) or launch script: give `text` or `path`. "
-            "Returns findings (symptom, evidence lines, causes with rule ids, the fix naming the exact key or "
-            "flag), metric summaries and coverage."
+            "Diagnose a GRPO/PPO run from its log, config or launch script (`text` or `path`): the verdict, "
+            "findings with evidence lines, rule ids and the fix naming the exact key."
         ),
         annotations=READ_ONLY,
     )
     async def triage_tool(
         ctx: Context,
         text: Annotated[OptStr, Field(
-            description="The log, config or launch script as text. Omit when giving `path`.")] = "",
+            description="The log, config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(
             description=f"A log/config/script file, metric store or run folder {WHERE}.")] = "",
         max_findings: Annotated[int, Field(ge=1, le=100, description="At most this many findings.")] = 10,
@@ -413,9 +411,9 @@ def _triage_job(inputs: _Inputs, text, path, max_findings, versions, progress=No
 def _register_check_config(server: MCPServer, inputs: _Inputs) -> None:
     """The ``check_config`` tool: a config or launch script vetted before a run."""
     @server.tool(name="check_config", title="Check a training config or launch script",
-                 description="Check a config (verl YAML, DeepSpeed JSON, TRL/HF args) or launch script (slime, Megatron, "
-                             "OpenRLHF, verl overrides): what the settings will cause, the exact line edits and `diff` "
-                             "(for `patch -p0 FILE`). Give `text` or `path`.", annotations=READ_ONLY)
+                 description="Check a config (verl YAML, DeepSpeed JSON, TRL/HF args) or launch script before a run: "
+                             "findings, line edits and a `diff` for `patch -p0 FILE`.",
+                 annotations=READ_ONLY)
     async def check_config_tool(
         text: Annotated[OptStr, Field(description="The config or launch script as text.")] = "",
         path: Annotated[OptStr, Field(description=f"A config or script file to read instead, {WHERE}.")] = "",

@@ -215,7 +215,6 @@ def concise_dict(res: TriageResult, k: Knobs, tool: str = "triage") -> dict:
         d["diff"] = res.diff
     d["more"] = _more(res, d, tool)
     d["truncated"] = bool(res.truncated or d["more"])
-    d["detail"] = "concise"
     return d
 
 
@@ -242,8 +241,8 @@ def concise_answer(res: TriageResult, tool: str = "triage") -> CallToolResult:
 def full_answer(res: TriageResult, tool: str = "triage") -> CallToolResult:
     """The whole (bounded) result as structured content, with its compact text rendering (every finding)."""
     d = res.model_dump(mode="json", by_alias=True)
-    d["detail"], d["more"] = "full", ""
-    text = render_answer(d, tool, summary=short_summary(res))  # its signals, evidence and fix follow in full
+    d["more"] = ""
+    text = render_answer(d, tool, summary=short_summary(res), full=True)  # its signals, evidence and fix follow in full
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=d)
 
 

@@ -160,10 +160,10 @@ def coverage_lines(c: dict, full: bool) -> list[str]:
     return out
 
 
-def render_answer(d: dict, tool: str = "triage", summary: str | None = None) -> str:
+def render_answer(d: dict, tool: str = "triage", summary: str | None = None, full: bool = False) -> str:
     """The text block of a triage/check_config answer ``d`` (its structured content, concise or full);
-    ``summary``: the summary to print instead of ``d``'s (a full answer's repeats its top finding)."""
-    full = d.get("detail") == "full"
+    ``summary``: the summary to print instead of ``d``'s (a full answer's repeats its top finding); ``full``:
+    every finding written out and every coverage list."""
     fs = d.get("findings") or []
     head = f"{tool}: " + (f"{d['verdict']} | " if d.get("verdict") else "") + f"{len(fs)} finding{'s' * (len(fs) != 1)}"
     out = [head + (" (truncated)" if d.get("truncated") and full else ""),

@@ -2,7 +2,7 @@
 shallow schemas (the tool list sits in every agent's context)."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
@@ -23,21 +23,22 @@ class TriageAnswer(TriageResult):
     """The MCP answer of ``triage`` and ``check_config``: a TriageResult (every field the CLI's JSON has), concise
     by default (server/concise.py: the top finding complete, the others one line each, the series they involve)."""
 
-    detail: Literal["concise", "full"] = Field(
-        "full", description="concise: the top finding complete, the others one line each, only the series they "
-                            "involve; call again with detail='full' for the whole result.")
-    more: str = Field("", description="What a concise answer left out and how to get it ('' when nothing).")
+    more: str = Field("", description="What a concise answer left out and how to get it (detail='full'); '' in a "
+                                      "full answer.")
 
 
 def compact_schema(schema: dict | None, *, descriptions: bool) -> dict | None:
     """A JSON schema without the per-property ``title`` keywords (and, for output schemas, without
-    ``description``): same validation, a fraction of the bytes in every agent's context. A property
-    *named* title/description (whose value is a schema object) is kept."""
+    ``description`` and ``default``, and an array of shallow objects published as an array): nearly the same
+    validation (the server validates against the full models), a fraction of the bytes in every agent's context.
+    A property *named* title/description (whose value is a schema object) is kept."""
     if schema is None:
         return None
 
     def walk(x):
         if isinstance(x, dict):
+            if not descriptions and x.get("type") == "array" and x.get("items") == {"type": "object"}:
+                x = {k: v for k, v in x.items() if k != "items"}  # a shallow array of objects: said by the field
             return {k: walk(v) for k, v in x.items()
                     if not (k == "title" and isinstance(v, str))
                     and not (k in ("description", "default") and not descriptions and not isinstance(v, dict))}
