@@ -189,7 +189,7 @@ def test_tensorboard_folder_climb_from_3093_is_dated_near_3093(tmp_path):
     r = triage_folder(str(tmp_path))
     f = finding(r, "grad_norm_spike")
     assert f is not None and f.onset is not None, r.summary
-    assert abs(f.onset.step - 3093) <= 10, f.onset  # the contract: max(3, 5 % of 2907) = 145; measured 3098
+    assert abs(f.onset.step - 3093) <= 10, f.onset  # the contract: max(3, 5 % of 2907) = 145; measured 3095
     assert f.onset.file and f.onset.file.endswith("events.out.tfevents.1.host") and f.onset.line is not None
 
 

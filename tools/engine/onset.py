@@ -31,7 +31,7 @@ Measured (tests/test_onset.py noise: resampled from a real healthy grad-norm ser
 0.5 % outliers; 30 seeds each): an exponential climb of 0.5 %/step from step 3093 of 6000: 30/30 within 145
 steps (errors -5..+26); 2.5 %/step over 300 steps: 30/30 within 15 (-4..+8); a linear ramp of 2 %/step: 29/30
 within 15 (-18..+8); a 3x level shift: 30/30 exact. The TensorBoard example of issue 23 (climb from 3093) is
-dated 3098 (3107 before, with the CUSUM of series/late_climb.py).
+dated 3095 (3107 before, with the CUSUM of series/late_climb.py).
 
 :func:`excursion` tells an isolated spike that recovered from a change that stays.
 """
