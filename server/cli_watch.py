@@ -45,7 +45,8 @@ def add_watch_parser(sub) -> None:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    """Run the watcher; a WatchError is one line on stderr and exit 2 (as the CLI's CliError)."""
+    """Run the watcher; a WatchError is one line on stderr and exit 2 (as the CLI's CliError); an internal error exit
+    3, so that exit 1 always means an alert of --fail-on."""
     from grpo_debug.tools.watch import Options, WatchError, parse_fail_on, watch
 
     try:
@@ -58,3 +59,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         return 0
+    except Exception as e:  # noqa: BLE001 - an internal error must not read as an alert (exit 1) to a watchdog
+        print(f"grpo-debug: internal error in watch: {type(e).__name__}: {str(e)[:200]}; please report it",
+              file=sys.stderr)
+        return 3
