@@ -18,7 +18,7 @@ def _num(v: Any) -> str:
     return str(v)
 
 
-def _onset(o: Any) -> str:
+def _onset(o: Any, given: str = "") -> str:
     """'onset step 204, L3721 of train.log' from an onset object (any of step, line, file)."""
     if not isinstance(o, dict) or not o:
         return ""
@@ -27,7 +27,7 @@ def _onset(o: Any) -> str:
         what = " ".join(str(o[k]) for k in ("series", "kind") if o.get(k))
         parts.append(f"step {_num(o['step'])}" + (f" ({what})" if what else ""))
     if o.get("line") is not None:
-        parts.append(f"L{o['line']}" + (f" of {o['file']}" if o.get("file") else ""))
+        parts.append(f"L{o['line']}" + (f" of {o['file']}" if o.get("file") and o["file"] != given else ""))
     elif o.get("file"):
         parts.append(str(o["file"]))
     return "onset " + ", ".join(parts) if parts else ""
@@ -43,9 +43,9 @@ def _evidence_lines(evidence: list[dict]) -> list[str]:
     return out
 
 
-def _head(i: int, f: dict) -> str:
+def _head(i: int, f: dict, given: str = "") -> str:
     bits = [f"{i}. {f['symptom']} ({f['confidence']})"]
-    if on := _onset(f.get("onset")):
+    if on := _onset(f.get("onset"), given):  # the file only when it is not the input itself
         bits.append(on)
     if f.get("consequence_of") is not None:
         bits.append(f"follows from {int(f['consequence_of']) + 1}")
@@ -86,9 +86,9 @@ def _edits(f: dict) -> list[str]:
     return out
 
 
-def finding_block(i: int, f: dict, full: bool = False) -> list[str]:
+def finding_block(i: int, f: dict, full: bool = False, given: str = "") -> list[str]:
     """A finding written out: head, evidence, cause(s) and signals, fix, edits, settings, next checks."""
-    out = [_head(i, f), " evidence:"] + _evidence_lines(f.get("evidence") or [])
+    out = [_head(i, f, given), " evidence:"] + _evidence_lines(f.get("evidence") or [])
     out += _causes(f, full)
     out.append(f" fix: {f['fix']}")
     out += _edits(f)
@@ -100,9 +100,9 @@ def finding_block(i: int, f: dict, full: bool = False) -> list[str]:
     return out
 
 
-def finding_line(i: int, f: dict) -> str:
+def finding_line(i: int, f: dict, given: str = "") -> str:
     """Another finding on one line: head, first evidence line, rule id, fix."""
-    bits = [_head(i, f)]
+    bits = [_head(i, f, given)]
     if f.get("evidence"):
         e = f["evidence"][0]
         bits.append(f"L{e['line']}: {e['text']}")
@@ -169,7 +169,8 @@ def render_answer(d: dict, tool: str = "triage", summary: str | None = None, ful
     out = [head + (" (truncated)" if d.get("truncated") and full else ""),
            d.get("summary", "") if summary is None else summary]
     for i, f in enumerate(fs, 1):
-        out += finding_block(i, f, full) if (i == 1 or full) else [finding_line(i, f)]
+        given = (d.get("coverage") or {}).get("input", "")
+        out += finding_block(i, f, full, given) if (i == 1 or full) else [finding_line(i, f, given)]
     if (chain := chain_line(fs)) and "Chain:" not in (d.get("summary") or ""):  # said once
         out.append(chain)
     for r in d.get("runs") or []:
