@@ -5,18 +5,22 @@ previous response on a kept-alive connection) the request head must be complete 
 the body within ``body_s``, whatever arrives in between; past the deadline the server answers 408 and closes.
 ``idle_s`` still closes a connection that sends nothing for that long while the server waits for it.
 
-A connection is *pending* while it has not sent a complete, authorized head (with a token: one carrying the
-right ``Authorization: Bearer``): a fresh connection, one sending its head or body, one that got 401. Pending
-connections are cheap to make, so they are capped per peer address and overall, and a new one beyond a cap
-closes the *oldest* pending one (it answers 503): a flood of slow connections only evicts itself, while a client
-that sends its head at once is past pending within milliseconds. Requests being served (authorized) are capped
-per peer and overall; beyond, 503 with Retry-After. The caps (``GuardCaps``, environment in server/http.py):
+A connection is *pending* while the server waits for it: a fresh one, one sending its head or body, a kept-alive
+one between requests. Pending connections are cheap to make, so they are capped per peer address and overall,
+and a new one beyond a cap closes the *oldest* pending one (it answers 503): a flood of slow connections only
+evicts itself, while a client that sends its head at once is past pending within milliseconds (and a kept-alive
+connection that becomes pending again is the newest). A request is *authorized* when the server has no token or
+its head carries the right ``Authorization: Bearer``; an unauthorized one goes straight to the 401 of the bearer
+middleware, before any session work, and does not count against the request caps. Authorized requests being
+served are capped per peer and overall; beyond, 503 with Retry-After. The caps (``GuardCaps``, environment in
+server/http.py):
 
 ==================  =======  ==============================================================================
 cap                 default  meaning
 ==================  =======  ==============================================================================
 pending_per_peer      128    pending connections of one address; a new one beyond closes that address' oldest
-pending_total        1024    pending connections of all addresses; beyond, the oldest of all is closed
+pending_total        1024    pending connections of all addresses; beyond, the oldest of the address with
+                             the most pending is closed
 peer_connections     1024    open connections of one address; beyond, its oldest pending one is closed, or
                              (none pending) the new one is refused
 requests_per_peer     256    requests of one address being served at once (an open SSE stream counts); 503
@@ -82,8 +86,9 @@ class ConnectionGuard:
         mine = self._pending_by_peer[peer]
         while len(mine) > caps.pending_per_peer:
             self._evict(next(iter(mine)))
-        while len(self._pending) > caps.pending_total:
-            self._evict(next(iter(self._pending)))
+        while len(self._pending) > caps.pending_total:  # the oldest of the address holding the most
+            busiest = max(self._pending_by_peer.values(), key=len)
+            self._evict(next(iter(busiest)))
         if self._open[peer] > caps.peer_connections:
             victim = next((c for c in mine if c is not conn), None)
             if victim is None:
@@ -223,7 +228,7 @@ class _Guarded:
         if phase == self.phase and not (rearm and phase == "head"):
             return
         self.phase = phase
-        self.guard.set_pending(self, phase != "serving" and not self.trusted)
+        self.guard.set_pending(self, phase != "serving")
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None

@@ -130,6 +130,18 @@ def test_guard_evicts_the_oldest_pending_connection_of_the_flooding_address():
     assert other.closed_with is None
 
 
+def test_guard_past_the_total_cap_evicts_from_the_address_with_the_most_pending():
+    g = ConnectionGuard(GuardCaps(pending_per_peer=100, pending_total=5))
+    other = _Conn("10.0.0.2")
+    assert g.opened(other)
+    flood = [_Conn("10.0.0.9") for _ in range(10)]
+    for c in flood:
+        assert g.opened(c)
+    assert other.closed_with is None  # older than every flood connection, still kept
+    assert [c.closed_with is None for c in flood] == [False] * 6 + [True] * 4
+    assert g.pending_count() == 5 and g.evicted == 6
+
+
 # ---------------------------------------------------------------------------- errors and logs (fast)
 
 @pytest.mark.anyio
@@ -280,6 +292,51 @@ def test_520_slow_connections_do_not_starve_authenticated_clients(serve_http):
               f"{open_slow} slow connections still open")
         assert served == 50, [o for o in out if o is not True][:3]
         assert open_slow <= 128 + 5, open_slow
+        assert proc.poll() is None
+
+
+@pytest.mark.slow
+def test_a_continuous_slow_flood_from_one_address_does_not_starve_another(serve_http):
+    """A flood that keeps opening slow connections (thousands a second) from 127.0.0.2 only evicts its own:
+    50 authenticated clients on 127.0.0.1 are all served meanwhile."""
+    token = secrets.token_hex(32)
+    with serve_http(env={"GRPO_DEBUG_TOKEN": token}) as (port, proc):
+        url = f"http://127.0.0.1:{port}/mcp"
+        stop, opened, socks = threading.Event(), [0], []
+
+        def flood() -> None:
+            while not stop.is_set():
+                try:
+                    s = socket.create_connection(("127.0.0.1", port), timeout=2, source_address=("127.0.0.2", 0))
+                    s.sendall(PARTIAL_HEAD)
+                except OSError:
+                    time.sleep(0.01)
+                    continue
+                socks.append(s)
+                opened[0] += 1
+                if len(socks) > 2000:
+                    for old in socks[:1000]:
+                        old.close()
+                    del socks[:1000]
+
+        threading.Thread(target=flood, daemon=True).start()
+        time.sleep(1.5)
+        out: list = [None] * 50
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=_client_round, args=(url, token, out, i)) for i in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        took = time.monotonic() - t0
+        stop.set()
+        time.sleep(0.2)
+        for s in socks:
+            s.close()
+        served = sum(1 for o in out if o is True)
+        print(f"\ncontinuous flood from 127.0.0.2 ({opened[0]} slow connections): {served}/50 clients on 127.0.0.1 "
+              f"served in {took:.1f} s")
+        assert served == 50 and opened[0] > 1000, ([o for o in out if o is not True][:3], opened[0])
         assert proc.poll() is None
 
 
