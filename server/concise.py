@@ -81,6 +81,8 @@ def _common(f: Finding) -> dict:
         v = getattr(f, extra, None)
         if v is not None:
             d[extra] = v
+    if getattr(f, "risk", False):  # a configuration's risk, not an observed symptom: an agent must see the difference
+        d["risk"] = True
     return d
 
 

@@ -44,7 +44,7 @@ def _evidence_lines(evidence: list[dict]) -> list[str]:
 
 
 def _head(i: int, f: dict, given: str = "") -> str:
-    bits = [f"{i}. {f['symptom']} ({f['confidence']})"]
+    bits = [f"{i}. {'risk ' if f.get('risk') else ''}{f['symptom']} ({f['confidence']})"]
     if on := _onset(f.get("onset"), given):  # the file only when it is not the input itself
         bits.append(on)
     if f.get("consequence_of") is not None:
