@@ -85,7 +85,7 @@ def test_every_finding_keeps_its_contract_fields_in_both_forms(answers):
             if onset:
                 assert f"step {onset['step']}" in text or f"step {float(onset['step']):.4g}" in text, p
             assert f.get("consequence_of") == ff.get("consequence_of"), p
-            assert f"{i}. {f['symptom']} ({f['confidence']})" in text, (p, i)
+            assert f"{i}. {'risk ' if f.get('risk') else ''}{f['symptom']} ({f['confidence']})" in text, (p, i)
             assert f["fix"][:60] in text, (p, i)
             if i > 1 and f.get("causes"):
                 assert f["causes"][0]["rule_id"] in text
