@@ -56,6 +56,9 @@ def bearer_ok(headers: Any, token: bytes) -> bool:
 
 @dataclass
 class GuardCaps:
+    """The caps of the module docstring's table (counts). The environment sets requests_total, requests_per_peer
+    and pending_per_peer (server/http.py ``connection_guard``); the others are fixed."""
+
     pending_per_peer: int = 128
     pending_total: int = 1024
     peer_connections: int = 1024

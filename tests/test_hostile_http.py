@@ -142,6 +142,15 @@ def test_guard_past_the_total_cap_evicts_from_the_address_with_the_most_pending(
     assert g.pending_count() == 5 and g.evicted == 6
 
 
+def test_the_token_is_checked_before_any_session_work():
+    from grpo_debug.server.app import build_server
+    from grpo_debug.server.http import BearerAuth, http_app
+    from grpo_debug.server.http_sessions import SessionGuard
+
+    app = http_app(build_server(allowed_roots=[]), token=secrets.token_hex(32))
+    assert isinstance(app, BearerAuth) and isinstance(app.app, SessionGuard)  # 401 before the session book
+
+
 # ---------------------------------------------------------------------------- errors and logs (fast)
 
 @pytest.mark.anyio
