@@ -172,7 +172,7 @@ def triage_renderables(result: TriageResult, verbose: bool = True, command: str 
         Text.assemble(("Summary: ", "bold"), short_summary(result)),  # its signals, evidence and fix follow
     ]
     chain = chain_line(result.findings)
-    if chain:
+    if chain and "Chain:" not in short_summary(result):  # the summary states it already: said once
         out.append(Text.assemble(("Chain: ", "bold"), chain))
     seen: set[str] = set()
     for i, f in enumerate(result.findings, 1):
