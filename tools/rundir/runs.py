@@ -18,6 +18,7 @@ large logs holds one run's context at a time.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -158,6 +159,11 @@ def triage_folder_runs(path, folder_result, *, force: bool = False, rules=None, 
     rb = rules or default_rules()
     views = []
     order = {"config": 0, "script": 1, "log": 2}
+    from grpo_debug.tools.rundir.merge import SHARED_MIN_BYTES, SHARED_TOTAL_BYTES
+
+    if sum(t.size for t in inv.texts if t.role == "log") > SHARED_TOTAL_BYTES:
+        # a big sweep: each run's log through the large-log prefilter (as the folder's logs would be together)
+        lim = dataclasses.replace(lim, stream_bytes=min(lim.stream_bytes, SHARED_MIN_BYTES))
     for g in groups:
         inv_g = Inventory(root=root, texts=sorted(g.texts, key=lambda t: (order[t.role], t.rel)), stores=list(g.stores))
         res, m = folder_result(root, rules=rb, max_findings=max_findings, progress=progress, limits=lim,
@@ -197,9 +203,10 @@ def _run_findings(v: View, extra: list) -> tuple[list, dict[int, int]]:
 _KEY_SERIES = ("grad_norm", "entropy", "reward_mean", "score_mean", "response_length_mean", "kl", "loss")
 
 
-def _summary_row(v: View, seq: list, diff_keys: list[str]):
+def _summary_row(v: View, seq: list, diff_keys: list[str], many: bool = False):
     """The run's RunSummary, compact (a sweep of 30 runs stays inside an MCP answer): up to 5 findings of a broken
-    run (2 of another), the differing config facts, up to 4 key series' levels."""
+    run (2 of another), the differing config facts, up to 4 key series' levels; with ``many`` runs, a run with no
+    medium/high finding keeps its findings without titles and 2 series' median and max."""
     from grpo_debug.tools.models import RunSummary
     from grpo_debug.tools.rundir.runs_compare import _num
 
@@ -211,9 +218,13 @@ def _summary_row(v: View, seq: list, diff_keys: list[str]):
     series = {k: {"median": _num(s["median"]), "max": _num(s["max"]), "last": _num(s["last"]), "points": s["points"]}
               | ({"nonfinite_step": s["nonfinite_step"]} if s["nonfinite_step"] is not None else {})
               for k in _KEY_SERIES if (s := v.series.get(k))}
+    short = many and not broken
+    if short:
+        series = {k: {"median": x["median"], "max": x["max"]} for k, x in list(series.items())[:2]}
     return RunSummary(name=v.name, source=v.source, verdict=verdict,
-                      findings=[{"symptom": f.symptom, "confidence": f.confidence, "title": f.title[:120],
-                                 "rule_ids": [c.rule_id for c in f.causes][:3]} for f in seq[:5 if broken else 2]],
+                      findings=[{"symptom": f.symptom, "confidence": f.confidence, "rule_ids": [c.rule_id for c in
+                                                                                                f.causes][:3]}
+                                | ({} if short else {"title": f.title[:120]}) for f in seq[:5 if broken else 2]],
                       config=cfg, series=dict(list(series.items())[:4]))
 
 
@@ -300,7 +311,7 @@ def combine(views: list[View], *, label: str, how: str, max_findings: int = 10, 
                        metrics=order[0].result.metrics,
                        coverage=_coverage(views, label, lines_read, bytes_read, list(skipped or [])),
                        truncated=total > len(findings) or any(v.result.truncated for v in views),
-                       runs=[_summary_row(v, seqs[v.name], keys) for v in order])
+                       runs=[_summary_row(v, seqs[v.name], keys, len(views) > 8) for v in order])
     verdict = _verdict(views, findings)
     if verdict is not None and "verdict" in type(res).model_fields:
         res.verdict = verdict
