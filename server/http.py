@@ -175,4 +175,5 @@ def run_http(server: MCPServer, *, host: str, port: int, token: str | None = Non
     _raise_fd_limit()
     clip_log_records()
     uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5,
-                http=protocol, timeout_keep_alive=int(min(5, max(1, idle))), h11_max_incomplete_event_size=16384)
+                http=protocol, ws="none",  # no WebSocket hand-over: every connection stays in the guard's book
+                timeout_keep_alive=int(min(5, max(1, idle))), h11_max_incomplete_event_size=16384)
