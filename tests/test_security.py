@@ -381,7 +381,7 @@ async def test_config_interpolation_never_reads_the_environment_mcp(monkeypatch)
             r = await c.call_tool(tool, args)
             dump = json.dumps(r.structured_content) + " ".join(getattr(x, "text", "") for x in r.content)
             assert SECRET not in dump and NUM_SECRET not in dump, (tool, dump[:500])
-        r = await c.call_tool("check_config", {"text": text})
+        r = await c.call_tool("check_config", {"text": text, "detail": "full"})  # every finding's settings
         settings = {s["key"]: s["value"] for f in r.structured_content["findings"] for s in f.get("settings", [])}
         # an in-document reference (response_length: ${data.max_response_length}) is still resolved
         assert settings.get("actor_rollout_ref.rollout.response_length") == 2048, settings

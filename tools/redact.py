@@ -70,7 +70,8 @@ _BOOLISH = frozenset({"", "true", "false", "yes", "no", "on", "off", "null", "no
                       "unset", "redacted", "<redacted>", "[redacted]", "(redacted)", "hidden", "<hidden>"})
 #: Values that name where a secret comes from, not the secret (``$VAR``, ``os.environ["X"]``).
 _REFERENCES = ("$", "os.environ", "os.getenv", "getenv(", "environ[", "environ.get(", "secrets.", "vars.")
-_FLOAT = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+[eE][-+]?\d+|\d+\.\d*[eE][-+]?\d+)")
+# anchored and possessive: linear under search too (tests/test_security.py checks every regex on hostile lines)
+_FLOAT = re.compile(r"\A[-+]?(?:\d++(?:\.\d*+(?:[eE][-+]?\d++)?|[eE][-+]?\d++)|\.\d++(?:[eE][-+]?\d++)?)\Z")
 
 
 def _words(name: str) -> list[str]:
