@@ -40,7 +40,7 @@ _LEVELS = set("DEFIVWT")
 _ID = r"(?:[A-Za-z]\d{0,3}|\d{1,4})"
 _PREFIX = re.compile(rf"^\s*(?:\[(?P<b>[A-Za-z]|(?:run|exp|trial)[ _-]?{_ID})\]|(?P<c>(?:run|exp|trial)[ _-]?{_ID})"
                      r"\s*[:|])[ \t]?", re.I)
-_HEADER = re.compile(rf"^\s*(?:#+|=+|-+|\*+)?\s*(?:\[(?P<b>[A-Za-z]|(?:run|exp|trial)[ _-]?{_ID})\]|(?P<c>(?:run|exp|"
+_HEADER = re.compile(rf"^\s*+(?:(?:#++|=++|-++|\*++)\s*+)?(?:\[(?P<b>[A-Za-z]|(?:run|exp|trial)[ _-]?{_ID})\]|(?P<c>(?:run|exp|"
                      rf"trial)[ _-]?{_ID}))\b\s*(?:\([^()]{{0,60}}\)|[-,:]\s*[\w .,/@#()-]{{0,60}}?)?\s*:?\s*"
                      r"(?:=+|-+|#+|\*+)?\s*$", re.I)
 LAUNCH = re.compile(r"^\W{0,4}(?:\+\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:python3?\s+(?:-u\s+)?(?:-m\s+)?[\w./-]*"
@@ -209,13 +209,18 @@ def _split_contiguous(text: str, lines: list[str], force: bool) -> list[Segment]
     return segs
 
 
+SPLIT_MAX_CHARS = 4 << 20  # a paste larger than this is not searched for several runs
+RESTART_MAX_CHARS = 1 << 20  # ... nor, above this, for a restart of the step numbering (a second metrics pass)
+
+
 def split_text(text: str, force: bool = False) -> list[Segment] | None:
     """The runs of a paste (module docstring), or None when it holds one run. ``force``: any restart of the step
     numbering cuts (the CLI's ``--split-runs``)."""
-    if not text or "\n" not in text:
-        return None
+    if not text or "\n" not in text or len(text) > SPLIT_MAX_CHARS:
+        return None  # a paste of several runs is small; a big log is one run (an 11 MiB log took 74 s here)
     lines = text.split("\n")
-    return _split_prefixed(lines) or _split_headers(lines) or _split_contiguous(text, lines, force)
+    return (_split_prefixed(lines) or _split_headers(lines)
+            or (_split_contiguous(text, lines, force) if len(text) <= RESTART_MAX_CHARS else None))
 
 
 # ---------------------------------------------------------------------------- a folder of logs
