@@ -21,6 +21,7 @@ from grpo_debug.tools.rundir.analyze import triage_folder
 from tests.hostile import folders as H
 
 LIMIT_S, LIMIT_MB = 15.0, 512
+pytestmark = pytest.mark.security
 
 
 def _triage(path: Path):
