@@ -379,6 +379,8 @@ class _Scanner:
         lines = [normalize_line(raws[i].decode("utf-8", "replace").replace("\x00", ""), metric[i][0]) for i in idx]
         sink.verl = []
         extract_metrics(lines, table=sink, counters=self.counters)
+        if sink.axes:  # a format that says its x is not a step (a markdown table's rows): as the in-memory table says
+            self.store.axes.update(sink.axes)
         if sink.verl:
             raw_of = {metric[i][0]: raws[i] for i in idx}
             for no, keys in sink.verl[-3:]:  # the last layouts seen: the ones coming next

@@ -322,7 +322,7 @@ def attach_run(m: Merged, source: str = "<folder>") -> None:
     from grpo_debug.tools.run.build import add_facts, add_table
     from grpo_debug.tools.run.frameworks import detect
     from grpo_debug.tools.run.model import FrameworkHit, Run
-    from grpo_debug.tools.run.samples import extract_samples
+    from grpo_debug.tools.run.samples import all_samples
 
     m.ctx.lines = m.lines
     m.ctx.events.sort(key=lambda e: (e.line, e.kind != "traceback"))
@@ -335,6 +335,6 @@ def attach_run(m: Merged, source: str = "<folder>") -> None:
     run = Run(source=source, frameworks=fws, events=list(m.ctx.events))
     add_table(run, m.ctx.metrics)
     add_facts(run, m.ctx.facts)
-    run.samples = extract_samples(m.lines)
+    run.samples = all_samples(m.lines)  # as tools/run/build.build_run does: one list of sample kinds
     run.formats |= set(m.store_kinds)
     m.ctx._run = run
