@@ -226,6 +226,7 @@ def split_text(text: str, force: bool = False) -> list[Segment] | None:
 # ---------------------------------------------------------------------------- a folder of logs
 
 HEAD_BYTES = 1 << 20
+HEAD_LINES = 6000
 _HINTS = {"yaml": "yaml", "yml": "yaml", "json": "json"}
 _RANK_TAG = re.compile(r"(?<![a-z])(?:rank|node|worker|gpu|proc|process|local_?rank|device|host|tp|dp|pp|ep|shard)"
                        r"[_-]?\d+|\b\d{1,3}(?:[._-]\d{1,3}){3}\b", re.I)
@@ -268,7 +269,10 @@ def _head_text(path: str) -> str:
     elif raw[:4] == b"\x28\xb5\x2f\xfd":
         raw = b""  # a zstd log: no head signature (it is still triaged)
     text = raw.decode("utf-8", "replace")
-    return text[: text.rfind("\n") + 1] if len(raw) >= HEAD_BYTES else text
+    text = text[: text.rfind("\n") + 1] if len(raw) >= HEAD_BYTES else text
+    # the signature needs settings, a launch line and the first steps: blank lines are dropped and at most
+    # HEAD_LINES kept (a gzip's first MiB of newlines was a million lines: 22 s a file)
+    return "".join([ln for ln in text.splitlines(True) if ln.strip()][:HEAD_LINES])
 
 
 def _sign(unit: Unit) -> None:
