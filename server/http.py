@@ -125,7 +125,29 @@ def http_app(server: MCPServer, *, host: str = "127.0.0.1", stateless: bool = Fa
     if not stateless:
         app = SessionGuard(app, server.session_manager, total=total,
                            per_peer=int(_env_limit(MAX_PEER_SESSIONS_ENV, 256)))
+    else:
+        app = NoStreamInStateless(app)
     return BearerAuth(app, token) if token else app
+
+
+class NoStreamInStateless:
+    """ASGI middleware for ``--stateless``: there are no sessions to stream server messages to, so a GET of the
+    endpoint (a readiness check with curl, a client opening its SSE stream) gets 405 with ``Allow: POST`` at once
+    (it hung for good: the transport's GET stream waited on a session that never comes)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "GET":
+            body = json.dumps({"error": "method_not_allowed", "message": "this server is stateless: POST JSON-RPC "
+                               "requests to this endpoint; there is no event stream to GET"}).encode()
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"content-type", b"application/json"), (b"allow", b"POST, DELETE"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 def connection_guard() -> ConnectionGuard:

@@ -394,3 +394,24 @@ def test_long_uri_and_method_errors_are_short_over_http(serve_http):
                 data = r.text.split("data: ", 1)[1]
                 err = json.loads(data)["error"]
                 assert "..." in json.dumps(err), err
+
+
+def test_a_get_on_a_stateless_server_is_refused_at_once():
+    """--stateless: a GET of /mcp (curl as a readiness check) answered 405 at once; it hung for good before."""
+    import asyncio
+
+    from grpo_debug.server.http import NoStreamInStateless
+
+    called, sent = [], []
+
+    async def inner(scope, receive, send):
+        called.append(scope["method"])
+
+    async def send(msg):
+        sent.append(msg)
+
+    app = NoStreamInStateless(inner)
+    asyncio.run(app({"type": "http", "method": "GET", "headers": []}, None, send))
+    assert sent[0]["status"] == 405 and (b"allow", b"POST, DELETE") in sent[0]["headers"] and not called
+    asyncio.run(app({"type": "http", "method": "POST", "headers": []}, None, send))
+    assert called == ["POST"]
