@@ -6,6 +6,7 @@ growing for ``--idle`` seconds (or on Ctrl-C); 2 for usage or input errors (one 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -49,6 +50,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     3, so that exit 1 always means an alert of --fail-on."""
     from grpo_debug.tools.watch import Options, WatchError, parse_fail_on, watch
 
+    if "-" in args.paths:
+        print("grpo-debug: error: watch follows files and folders, not stdin: write the log to a file (tee) and "
+              "watch that; `grpo-debug triage -` reads stdin once", file=sys.stderr)
+        return 2
     try:
         opts = Options(paths=list(args.paths), from_end=args.from_end, fail_on=parse_fail_on(args.fail_on),
                        fmt=args.format, status_every=args.status_every, until_eof=args.until_eof, idle=args.idle,
@@ -58,6 +63,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
         print(f"grpo-debug: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:  # e.g. piped into head: the reader left, as the other commands treat it
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
         return 0
     except Exception as e:  # noqa: BLE001 - an internal error must not read as an alert (exit 1) to a watchdog
         print(f"grpo-debug: internal error in watch: {type(e).__name__}: {str(e)[:200]}; please report it",

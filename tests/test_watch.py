@@ -309,3 +309,22 @@ def test_cli_live_log_fail_on_nan_subprocess(tmp_path):
     rc = p.wait(10)
     assert rc == 1 and time.monotonic() - t_nan < 2.5
     assert "ALERT nan_inf" in p.stdout.read()
+
+
+def test_cli_watch_refuses_stdin_and_a_closed_pipe_is_not_a_crash(tmp_path):
+    """`watch -` is a usage error at once (it waited --idle then said the path never appeared); a reader that leaves
+    (| head -1) ends the watcher with 0, not the internal-error code 3 a watchdog keys on."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = [sys.executable, "-m", "grpo_debug.server.cli", "watch"]
+    r = subprocess.run(exe + ["-"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not stdin" in r.stderr
+    log = tmp_path / "w.log"
+    shutil.copy(Path(__file__).resolve().parents[1] / "tools" / "examples" / "verl_grpo_nan.log", log)
+    p = subprocess.Popen(exe + [str(log), "--until-eof", "--idle", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()  # the reader leaves
+    assert p.wait(timeout=60) == 0, p.stderr.read()
