@@ -442,3 +442,20 @@ def test_bad_and_ok_twins_differ_only_in_planted_lines():
         changed = [ln for ln in difflib.unified_diff(a, b, lineterm="", n=0)
                    if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
         assert 0 < len(changed) <= 10, (bad, changed)
+
+
+def test_a_review_change_of_another_cause_is_not_slipped_into_the_edits(tmp_path):
+    """fp16 and bf16 both on, with ZeRO-3 and param offload on one rank: the precision fix is applied by --diff, the
+    ZeRO stage change (its rule says: review, stage 3 with offload can fit a model stage 2 cannot) is not."""
+    import json as _json
+
+    from grpo_debug.tools.triage import triage
+
+    cfg = tmp_path / "ds.json"
+    cfg.write_text(_json.dumps({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1,
+                                "gradient_accumulation_steps": 8, "fp16": {"enabled": True}, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}, indent=2))
+    res = triage(path=str(cfg))
+    keys = {e.key for f in res.findings for e in f.edits}
+    assert any("fp16" in k for k in keys), keys
+    assert not any(k.endswith("zero_optimization.stage") for k in keys), keys

@@ -205,6 +205,8 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
         score = top.score + 0.3 * min(3, len(hs) - 1)
         patch: dict = {}
         for h in hs:  # the top cause first; other causes' changes only for keys it does not set
+            if h is not top and h.rule.fix.safety == "review":
+                continue  # a change its own rule says to review is never slipped into another cause's edits
             computed = {k: v for r in h.results for k, v in r.patch.items()}  # a check's values for this input
             for k, v in rule_patch(h.rule.fix, h.rule.applies_to.frameworks, computed, ctx.facts, lines).items():
                 if not (removes_safeguard(k, v) and not observed(h.results, settings_lines)):
