@@ -225,3 +225,16 @@ def test_a_folder_of_run_folders_is_one_run_per_folder(tmp_path):
     (one / "wandb").mkdir()
     (one / "wandb" / "notes.txt").write_text("x\n")
     assert triage_any(path=str(one)).runs == []
+
+
+def test_a_folder_read_as_one_run_says_so_and_how_to_split(tmp_path):
+    """Two logs with the same step grid and no launch lines are one run by default: the answer says they were merged
+    and names --split-runs (a newcomer's two runs were merged without a word)."""
+    from grpo_debug.tools.rundir.analyze import triage_any
+
+    for name, lr in (("a.log", "1e-05"), ("b.log", "2e-05")):
+        (tmp_path / name).write_text("".join(f"step:{i} - actor/grad_norm:0.5 - actor/lr:{lr} - critic/score/mean:0.3\n"
+                                             for i in range(1, 13)))
+    res = triage_any(path=str(tmp_path))
+    assert any("2 logs read as one run" in s and "--split-runs" in s for s in res.coverage.skipped), res.coverage.skipped
+    assert not any("read as one run" in s for s in triage_any(path=str(tmp_path), runs="one").coverage.skipped)

@@ -255,7 +255,12 @@ def triage_any(text: str | None = None, path=None, *, runs: str | None = None, *
             if res is not None:
                 return res
         if os.path.isdir(p) or is_store_file(p):
-            return triage_folder(p, **kw)
+            res = triage_folder(p, **kw)
+            logs = [f for f in res.coverage.files if ": log" in f]
+            if os.path.isdir(p) and len(logs) > 1 and runs is None:  # merged: say so, and how to keep them apart
+                res.coverage.skipped.append(f"{len(logs)} logs read as one run (rank logs or one run's pieces: no "
+                                            "sign of separate runs); --split-runs (CLI) triages each log on its own")
+            return res
     if runs != "one" and (text is None) != (path is None) and (text is not None or (
             os.path.isfile(os.path.expanduser(os.fspath(path))) and streamable(path) is None)):
         return _paste_runs(text, path, runs == "split", **kw)
