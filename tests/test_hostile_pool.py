@@ -132,3 +132,34 @@ async def test_fifos_in_a_run_folder_never_fill_the_pool(tmp_path):
         assert len(out) == 2 and all(took < BUDGET_S for _, took in out), [t for _, t in out]
         r, took = await _timed(c, "triage", {"text": "step:1 - actor/grad_norm:nan\n"})
         assert not r.is_error and took < BUDGET_S
+
+
+FOLDER_ATTACKS = ["fifo_in_mlflow_params", "fifo_csv_in_deepspeed", "mlflow_db_endless_view", "mlflow_db_generated_column",
+                  "tensorboard_huge_length", "mlflow_metric_huge_line", "verl_jsonl_huge_line", "wandb_huge_summary",
+                  "jsonl_bad_step_after_nan", "jsonl_deeply_nested_beside_log", "jsonl_million_keys", "gz_newline_bombs"]
+
+
+@pytest.mark.parametrize("name", FOLDER_ATTACKS)
+async def test_each_folder_attack_over_mcp_answers_in_bounds_and_the_server_goes_on(tmp_path, name):
+    """Issue 21's folder and store attacks through a real MCP server (process pool, SDK client): each triage answers
+    within 15 s, no worker passes 512 MB, and another call is answered right after."""
+    from tests.hostile import folders as H
+
+    path = H.ATTACKS[name](tmp_path)
+    peak = [0.0]
+
+    async def watch_rss():
+        while True:
+            peak[0] = max([peak[0], *_children_rss_mb()])
+            await anyio.sleep(0.1)
+
+    async with Client(_server(tmp_path, call_timeout=30.0)) as c:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_rss)
+            r, took = await _timed(c, "triage", {"path": str(path)})
+            tg.cancel_scope.cancel()
+        assert not r.is_error, _text(r)[:300]
+        assert took < BUDGET_S, f"{name}: {took:.1f} s"
+        assert peak[0] < 512, f"{name}: a worker reached {peak[0]:.0f} MB"
+        r2, took2 = await _timed(c, "triage", {"text": "step:1 - actor/grad_norm:nan\n"})
+        assert not r2.is_error and took2 < BUDGET_S
