@@ -58,6 +58,15 @@ def transport_security_for(host: str, names: Iterable[str] = ()) -> Any:
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
+async def json_reply(send, status: int, payload: dict, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    """Answer an ASGI HTTP request with ``status`` and ``payload`` as JSON (plus ``headers``)."""
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), *headers,
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BearerAuth:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (401 otherwise,
     compared in constant time). Lifespan and other non-HTTP scopes pass through."""
@@ -70,12 +79,9 @@ class BearerAuth:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if not bearer_ok(scope.get("headers"), self._token):
-            body = json.dumps({"error": "unauthorized", "message": "missing or wrong bearer token: send "
-                               "'Authorization: Bearer <token>'"}).encode()
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="grpo-debug"'),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await json_reply(send, 401, {"error": "unauthorized", "message": "missing or wrong bearer token: send "
+                                         "'Authorization: Bearer <token>'"},
+                             [(b"www-authenticate", b'Bearer realm="grpo-debug"')])
             return
         await self.app(scope, receive, send)
 
@@ -140,12 +146,9 @@ class NoStreamInStateless:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope.get("method") == "GET":
-            body = json.dumps({"error": "method_not_allowed", "message": "this server is stateless: POST JSON-RPC "
-                               "requests to this endpoint; there is no event stream to GET"}).encode()
-            await send({"type": "http.response.start", "status": 405,
-                        "headers": [(b"content-type", b"application/json"), (b"allow", b"POST, DELETE"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await json_reply(send, 405, {"error": "method_not_allowed", "message": "this server is stateless: POST "
+                                         "JSON-RPC requests to this endpoint; there is no event stream to GET"},
+                             [(b"allow", b"POST, DELETE")])
             return
         await self.app(scope, receive, send)
 
