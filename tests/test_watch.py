@@ -328,3 +328,15 @@ def test_cli_watch_refuses_stdin_and_a_closed_pipe_is_not_a_crash(tmp_path):
     p.stdout.readline()
     p.stdout.close()  # the reader leaves
     assert p.wait(timeout=60) == 0, p.stderr.read()
+
+
+def test_repeated_chatter_with_an_error_word_does_not_re_trigger_but_a_new_kind_does():
+    """The urgent trigger counts a line shape once (digits dropped): a warning repeated every step does not re-run
+    the rules every min_gap seconds; a first NaN line still does."""
+    from grpo_debug.tools.watch_state import _Gen
+
+    g = _Gen.__new__(_Gen)
+    g.urgent_kinds = set()
+    assert g._new_urgent(b"step 1: WARNING Timeout waiting for 3 workers\n")
+    assert not g._new_urgent(b"step 2: WARNING Timeout waiting for 4 workers\nstep 3: ok\n")
+    assert g._new_urgent(b"step:9 - actor/grad_norm:nan - actor/lr:0.000\n")
