@@ -150,10 +150,13 @@ def metrics_table(metrics: dict[str, SeriesSummary], max_rows: int = MAX_METRIC_
 
 
 def coverage_line(c: Coverage) -> Text:
-    parts = [f"{c.lines_read} lines ({c.bytes_read} bytes) of {c.input}",
+    def n(k: int, what: str) -> str:
+        return f"{k} {what}" + ("" if k == 1 else "s")
+
+    parts = [f"{n(c.lines_read, 'line')} ({c.bytes_read} bytes) of {c.input}",
              "formats: " + (", ".join(c.formats) if c.formats else "none recognised"),
-             f"{c.metric_lines} metric lines, {c.event_lines} event lines, {c.config_facts} config facts",
-             f"{c.lines_not_understood} lines not understood"]
+             f"{n(c.metric_lines, 'metric line')}, {n(c.event_lines, 'event line')}, {n(c.config_facts, 'config fact')}",
+             f"{n(c.lines_not_understood, 'line')} not understood"]
     if c.versions:
         parts.append("versions: " + "; ".join(c.versions))
     if c.skipped:
