@@ -21,7 +21,7 @@ numbering.
 
 A folder (:func:`group_folder`): the console logs found (``discover.find_inputs``) become units (one per log, or
 one per top-level run folder when the logs sit in two or more sub-folders and none at the top); each unit's head
-(the first MiB) gives its config facts, launch line and first steps. The units are ONE run (None: the folder
+(its first 256 KiB, at most 1500 non-blank lines) gives its config facts, launch line and first steps. The units are ONE run (None: the folder
 triage merges them) when their names differ only by a rank tag (``rank3``, ``node1``, ``worker-2``, ``gpu0``,
 ``tp1``, an IP) or only by an untagged number with the same config facts, or when fewer than two units look like a
 run (a launch line, three config facts or three metric records). They are SEVERAL runs when a config fact (other
@@ -225,8 +225,8 @@ def split_text(text: str, force: bool = False) -> list[Segment] | None:
 
 # ---------------------------------------------------------------------------- a folder of logs
 
-HEAD_BYTES = 1 << 20
-HEAD_LINES = 6000
+HEAD_BYTES = 256 << 10
+HEAD_LINES = 1500
 _HINTS = {"yaml": "yaml", "yml": "yaml", "json": "json"}
 _RANK_TAG = re.compile(r"(?<![a-z])(?:rank|node|worker|gpu|proc|process|local_?rank|device|host|tp|dp|pp|ep|shard)"
                        r"[_-]?\d+|\b\d{1,3}(?:[._-]\d{1,3}){3}\b", re.I)
