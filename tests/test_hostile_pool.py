@@ -31,28 +31,9 @@ def _server(root: Path, **kw):
 
 def _children_rss_mb() -> list[float]:
     """VmRSS (MB) of each descendant of this process (the zygote, the workers, their children)."""
-    me, out = os.getpid(), []
-    parents = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    tree, todo = set(), [me]
-    while todo:
-        p = todo.pop()
-        for c, pp in parents.items():
-            if pp == p and c not in tree:
-                tree.add(c)
-                todo.append(c)
-    for pid in tree:
-        try:
-            out += [int(ln.split()[1]) / 1024 for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
-                    if ln.startswith("VmRSS:")]
-        except OSError:
-            pass
-    return out
+    from tests.hostile.procs import tree_rss_mb
+
+    return list(tree_rss_mb(os.getpid(), include_root=False).values())
 
 
 async def _timed(c, tool: str, args: dict) -> tuple[object, float]:

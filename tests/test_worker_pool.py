@@ -46,29 +46,9 @@ def _dies(pid: int, within_s: float = 5.0) -> bool:
 
 def _tree_rss_mb(root: int) -> dict[int, float]:
     """VmRSS (MB) of ``root`` and every descendant, from /proc."""
-    parents: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
-    tree, frontier = {root}, [root]
-    while frontier:
-        p = frontier.pop()
-        for c, pp in parents.items():
-            if pp == p and c not in tree:
-                tree.add(c)
-                frontier.append(c)
-    out = {}
-    for pid in tree:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    out[pid] = int(line.split()[1]) / 1024
-        except OSError:
-            pass
-    return out
+    from tests.hostile.procs import tree_rss_mb
+
+    return tree_rss_mb(root)
 
 
 @pytest.fixture
