@@ -1,0 +1,163 @@
+"""Signals by kind (issue 22, "rules read the Run"): how many signals of the rule base address canonical names (a
+metric of ``skills/aliases.yaml``, a canonical config id, an error class) and how many still read raw text or raw
+metric keys. ``pytest -s`` prints the counts.
+
+The kinds:
+
+- ``raw_text``: a ``regex`` signal, or an ``event`` signal whose ``message:`` pattern does not name an error class
+  (``^\\[class\\]``, the class in ``tools/engine/error_classes.py``); raw-line regexes belong in the units that
+  extract events or classify errors, not in rules;
+- ``error_class``: an ``event`` signal whose ``message:`` names an error class; ``event``: an event kind alone;
+- ``detector_canonical``: ``metric:`` a canonical metric id, nothing else; ``detector_canonical_fallback``: a
+  ``metric:`` with a ``keys:`` regex beside it (used when the run lacks the series);
+- ``detector_raw_key``: a ``keys:`` regex over metric keys; ``detector_builtin_regex``: a table detector with
+  neither, so it reads its own built-in key regex (``tools/engine/detectors.py``);
+- ``detector_run``: a run-model detector (``tools/engine/series``) left to its default series; ``detector_all``: a
+  detector over every series (``nonfinite`` with no selection);
+- ``config_canonical`` (every key a canonical config id) / ``config_raw``; ``check``, ``probe``, ``query``.
+
+The ceilings are today's counts: a new rule (or an edit) that adds a raw-text or raw-key signal fails here. Lower a
+ceiling when a conversion removes one; never raise it to let a raw signal in (give the metric an alias in
+``skills/aliases.yaml``, or the message an error class, instead).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from grpo_debug.skills.aliases import CANONICAL_CONFIG, load_aliases
+from grpo_debug.skills.loader import default_rules
+from grpo_debug.skills.schema import (CheckSignal, ConfigSignal, DetectorSignal, EventSignal, Match, ProbeSignal,
+                                      QuerySignal, RegexSignal, Rule)
+from grpo_debug.tools.engine.detectors import DETECTORS
+from grpo_debug.tools.engine.error_classes import BY_NAME
+
+# the most signals of each raw kind the rule base may hold (today's counts, after the conversions of issue 22)
+CEILING = {"raw_text": 75, "detector_raw_key": 18, "detector_builtin_regex": 18, "detector_canonical_fallback": 4}
+
+# table detectors whose selection without keys/metric is a regex of their own over metric keys (detectors.py)
+_BUILTIN_REGEX = {"spike", "growth", "decline", "flat", "vanished", "zero_reward", "length_cap"}
+_CLASS_NAME = re.compile(r"^\^?\\\[(?:\(\?:)?([a-z0-9_|]+)\)?\\\]")
+
+
+def signals(m: Match):
+    """Every signal of a match: all, any, none, support, then the either sub-matches (recursively)."""
+    yield from (*m.all, *m.any, *m.none, *m.support)
+    for sub in m.either:
+        yield from signals(sub)
+
+
+def names_class(message: str) -> bool:
+    """True when an event ``message:`` pattern starts with ``\\[name\\]`` (or ``\\[(?:a|b)\\]``), every name an
+    error class of ``tools/engine/error_classes.py``."""
+    m = _CLASS_NAME.match(message)
+    return bool(m) and all(n in BY_NAME for n in m.group(1).split("|"))
+
+
+def kind_of(sig) -> str:
+    """The kind (module docstring) of one signal."""
+    if isinstance(sig, RegexSignal):
+        return "raw_text"
+    if isinstance(sig, EventSignal):
+        if sig.message is None:
+            return "event"
+        return "error_class" if sig.event == "error" and names_class(sig.message) else "raw_text"
+    if isinstance(sig, DetectorSignal):
+        metric, keys = sig.params.get("metric"), sig.params.get("keys")
+        if metric is not None:
+            return "detector_canonical_fallback" if keys else "detector_canonical"
+        if keys:
+            return "detector_raw_key"
+        fn = DETECTORS.get(sig.detector)
+        if getattr(fn, "reads_run", False):
+            return "detector_run"
+        return "detector_builtin_regex" if sig.detector in _BUILTIN_REGEX else "detector_all"
+    if isinstance(sig, ConfigSignal):
+        return "config_canonical" if all(k in CANONICAL_CONFIG for k in sig.all_keys()) else "config_raw"
+    for cls, name in ((CheckSignal, "check"), (ProbeSignal, "probe"), (QuerySignal, "query")):
+        if isinstance(sig, cls):
+            return name
+    raise AssertionError(f"unknown signal type {type(sig).__name__}")
+
+
+def count_kinds(rules: list[Rule]) -> Counter:
+    """Signals per kind over ``rules``."""
+    return Counter(kind_of(s) for r in rules for s in signals(r.match))
+
+
+def over_ceiling(counts: Counter, ceiling: dict[str, int] = CEILING) -> dict[str, tuple[int, int]]:
+    """{kind: (count, ceiling)} for every raw kind above its ceiling."""
+    return {k: (counts[k], c) for k, c in ceiling.items() if counts[k] > c}
+
+
+def raw_signals(rules: list[Rule]) -> dict[str, list[str]]:
+    """{raw kind: ['rule-id: signal', ...]} (the message of a failing ceiling lists them)."""
+    out: dict[str, list[str]] = {}
+    for r in rules:
+        for s in signals(r.match):
+            k = kind_of(s)
+            if k in CEILING:
+                out.setdefault(k, []).append(f"{r.id}: {s.model_dump(exclude_defaults=True)}")
+    return out
+
+
+RULES = default_rules()
+
+
+def test_signal_kinds_stay_under_their_ceilings():
+    counts = count_kinds(RULES)
+    print("\nsignals by kind:", dict(sorted(counts.items())), "total", sum(counts.values()))
+    over = over_ceiling(counts)
+    listing = {k: raw_signals(RULES).get(k, [])[-5:] for k in over}
+    assert not over, (f"raw signals above their ceiling (count, ceiling): {over}; address a canonical metric "
+                      f"(skills/aliases.yaml) or an error class instead. Last ones: {listing}")
+
+
+def test_ceilings_are_tight():
+    """A conversion that removed raw signals lowers the ceiling, so the room cannot be spent on a new raw one."""
+    counts = count_kinds(RULES)
+    slack = {k: (counts[k], c) for k, c in CEILING.items() if counts[k] < c}
+    assert not slack, f"lower CEILING to today's counts (count, ceiling): {slack}"
+
+
+def test_canonical_metrics_of_detectors_are_in_the_alias_table():
+    metrics = set(load_aliases().metrics)
+    bad = [(r.id, s.detector, s.params["metric"]) for r in RULES for s in signals(r.match)
+           if isinstance(s, DetectorSignal) and "metric" in s.params and s.params["metric"] not in metrics]
+    assert not bad, f"detector metric: names missing from skills/aliases.yaml metrics: {bad}"
+
+
+def test_every_detector_signal_is_classified_by_what_it_reads():
+    # the known detectors only (test_rules checks names); a detector of the table without a default regex listed
+    # here would count as reading every series, which only nonfinite does
+    for r in RULES:
+        for s in signals(r.match):
+            if isinstance(s, DetectorSignal) and kind_of(s) == "detector_all":
+                assert s.detector == "nonfinite", (r.id, s.detector)
+
+
+def test_a_new_raw_text_rule_is_caught():
+    base = count_kinds(RULES)
+    rule = RULES[0].model_copy(update={"match": Match.model_validate({"any": [
+        {"kind": "regex", "pattern": "some raw line"},
+        {"kind": "event", "event": "error", "message": "CUDA error: an illegal memory access"},
+        {"kind": "detector", "detector": "growth", "params": {"keys": "my_metric"}},
+        {"kind": "detector", "detector": "spike"},
+        {"kind": "detector", "detector": "growth", "params": {"metric": "grad_norm", "keys": "grad"}}]})})
+    counts = count_kinds([*RULES, rule])
+    assert counts["raw_text"] == base["raw_text"] + 2
+    assert counts["detector_raw_key"] == base["detector_raw_key"] + 1
+    assert set(over_ceiling(counts, {k: base[k] for k in CEILING})) == set(CEILING)
+
+
+def test_kinds_of_canonical_signals():
+    cls = next(iter(BY_NAME))
+    assert kind_of(EventSignal(event="error", message=rf"^\[{cls}\]")) == "error_class"
+    assert kind_of(EventSignal(event="error", message=r"^\[\w+\] out of memory")) == "raw_text"
+    assert kind_of(EventSignal(event="error", message=r"^\[no_such_class_xyz\]")) == "raw_text"
+    assert kind_of(EventSignal(event="cuda_oom")) == "event"
+    assert kind_of(DetectorSignal(detector="late_climb", params={"metric": "grad_norm"})) == "detector_canonical"
+    assert kind_of(DetectorSignal(detector="plateau")) == "detector_run"
+    assert kind_of(DetectorSignal(detector="nonfinite")) == "detector_all"
+    assert kind_of(ConfigSignal(key="tp", op="gt", value=1)) == "config_canonical"
+    assert kind_of(ConfigSignal(keys=["tp", "tensor_model_parallel_size"], op="gt", value=1)) == "config_raw"
