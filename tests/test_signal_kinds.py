@@ -101,7 +101,7 @@ def raw_signals(rules: list[Rule]) -> dict[str, list[str]]:
     return out
 
 
-RULES = default_rules()
+RULES = list(default_rules())
 
 
 def test_signal_kinds_stay_under_their_ceilings():
