@@ -186,6 +186,28 @@ def _idf(rules: list[Rule]) -> dict[str, float]:
     return {t: max(0.3, math.log(1 + n / d) / math.log(1 + n)) for t, d in df.items()}
 
 
+def _compounds(text: str, q: set[str]) -> dict[str, set[str]]:
+    """Hyphenated query words (``on-policy``) -> the parts that only come from splitting them (``policy``): a
+    rule holding a part alone ('policy entropy') matches the compound weakly."""
+    out: dict[str, set[str]] = {}
+    alone = {_norm(w) for w in words(text) if "-" not in w}
+    for w in words(text):
+        if "-" in w.strip("-") and w not in SYNONYMS and not metric_terms(w)[0]:
+            parts = {_norm(p) for p in w.split("-") if len(p) >= 2} - alone
+            if parts:
+                out[w] = parts & q
+    return out
+
+
+def _weak_parts(compounds: dict[str, set[str]], r: Rule) -> set[str]:
+    """The compounds' parts this rule holds without the compound itself (any of -, _, space, or none between)."""
+    if not compounds:
+        return set()
+    text = " ".join([r.id, r.title, r.what, " ".join(r.tags)]).lower()
+    return {p for c, parts in compounds.items()
+            if not re.search(r"[\s_-]?".join(re.escape(x) for x in c.split("-")), text) for p in parts}
+
+
 def rank_rules_for_query(text: str, rules: list[Rule], implied: tuple[str, ...] = ()) -> list[tuple[float, Rule]]:
     """Score rules against free text (see the module docstring). Highest first; zero scores dropped."""
     low = text.lower()
@@ -197,6 +219,7 @@ def rank_rules_for_query(text: str, rules: list[Rule], implied: tuple[str, ...] 
     ids, raw, _ = metric_terms(text)
     named = framework_terms(text)
     bare = bool(raw) and all(t.strip(".:") in raw for t in low.split())  # the query is only metric names
+    compounds = _compounds(text, q)
     out = []
     for r in rules:
         score = 0.0
@@ -209,7 +232,8 @@ def rank_rules_for_query(text: str, rules: list[Rule], implied: tuple[str, ...] 
         nums |= {n for ref in r.seed_refs for n in re.findall(r"#(\d{2,6})", ref)}
         score += 4 * sum(1 for n in nums if re.search(rf"(?<![\w.]){n}(?!\d)", low))
         head, what, sym = _rule_terms(r)
-        w = lambda ts: sum(idf.get(t, 1.0) for t in ts)  # noqa: E731
+        weak = _weak_parts(compounds, r)
+        w = lambda ts: sum(idf.get(t, 1.0) * (0.3 if t in weak else 1.0) for t in ts)  # noqa: E731
         score += 1.5 * w(q & head) + 1.0 * w(q & (what - head)) + 1.0 * w(q & sym)
         if earlier & sym and len(earlier & sym) > len(q & sym - earlier):
             score += 2.0

@@ -82,7 +82,8 @@ def _presence(r: Rule, ctx: Context) -> tuple[str, list[str]]:
     return ("partial", held) if held else ("absent", [])
 
 
-def _is_gpu_profile(r: Rule) -> bool:
+def is_gpu_profile(r: Rule) -> bool:
+    """True when the rule is a profile of one GPU (its ``applies_to.hardware`` names a GPU of skills/gpus.yaml)."""
     hw = r.applies_to.hardware.lower()
     return bool(hw) and any(re.search(rf"\b{re.escape(n.lower())}\b", hw) for s in gpu_specs().values()
                             for n in (s.name, *s.aliases) if len(n) > 3)
@@ -156,7 +157,7 @@ def conditional_items(rules: list[Rule], gpu_named: str = "") -> list[Item]:
     """Recommendations without an input: each says when it applies; no patch switches a safety off."""
     items = []
     for r in rules:
-        if _is_gpu_profile(r) and not (gpu_named and gpu_named.lower() in r.applies_to.hardware.lower()):
+        if is_gpu_profile(r) and not (gpu_named and gpu_named.lower() in r.applies_to.hardware.lower()):
             continue
         effect = safety_effect(r)  # no patch: without the input none can be derived for its framework
         items.append(_item(r, "conditional", f"Only when: {r.what} {r.fix.summary}" + _why_off(r, effect)))

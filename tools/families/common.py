@@ -11,9 +11,11 @@ from grpo_debug.skills.loader import RuleBase
 from grpo_debug.skills.schema import QuerySignal, Rule
 from grpo_debug.tools.errors import FamilyError
 from grpo_debug.tools.families import FAMILY_SPECS, SEED_GPU, SEED_OPERATION_ALIASES
+from grpo_debug.tools.families.avoid import is_gpu_profile
+from grpo_debug.tools.families.filtering import filter_rules, framework_first, input_frameworks, no_match, own_framework
 from grpo_debug.tools.inputs import looks_like_log_or_config, read_input
 from grpo_debug.tools.models import FamilyReport, Finding, Item
-from grpo_debug.tools.search import best, rank_rules_for_query, reads_as_question
+from grpo_debug.tools.search import reads_as_question
 from grpo_debug.tools.triage import triage_text
 
 PATTERN_CLASSES = ("cuda_stream_safety", "muon_clipping", "discrete_decision_mismatch", "lora_distortion",
@@ -146,10 +148,20 @@ def diagnose_report(family: str, text, path, rb) -> FamilyReport:
             return rep
     # the family's own symptom is implied by the question (nan_guide diagnose actor/entropy: entropy went NaN)
     implied = tuple(w for code in family_selectors()[family].symptoms for w in code.split("_"))
-    ranked = best(rank_rules_for_query(text or "", rules, implied=implied), k=8, rel=0.2)
-    items = [rule_item(r, kind="cause", score=s) for s, r in ranked]
-    summary = ("Most likely causes for the described symptoms: " + "; ".join(f"{it.title} ({it.id})" for it in items[:3])
-               if items else "No rule of this family matches the description; try triage with the log itself.")
+    low = (text or "").lower()
+    rules = [r for r in rules if not is_gpu_profile(r) or any(  # a GPU's profile only where the text names it
+        n.lower() in low for s in gpu_specs().values() if s.name.lower() in r.applies_to.hardware.lower()
+        for n in (s.id, s.name, *s.aliases) if len(n) > 3)]
+    ranked, matched = filter_rules(text or "", rules, implied=implied)
+    fws = input_frameworks(text or "")
+    ranked = framework_first(ranked, fws) if matched else []
+    items = [rule_item(r, kind="cause", score=s, **({"own_framework": own_framework(r, fws)} if fws else {}))
+             for s, r in ranked]
+    closest = [r.id for _, r in filter_rules(text or "", rules, implied=implied)[0]] if not matched else []
+    summary = ("Most likely causes for the described symptoms" + (f" ({', '.join(sorted(fws))} first)" if fws else "")
+               + ": " + "; ".join(f"{it.title} ({it.id})" for it in items[:3])
+               if items else no_match(text or "", f"{family.replace('_', ' ')} cause", closest)
+               + " For a log, triage it.")
     return FamilyReport(family=family, operation="diagnose", summary=summary, items=items, rules=[i.id for i in items])
 
 

@@ -12,7 +12,8 @@ from grpo_debug.tools.families.common import (PATTERN_CLASSES, STATUS_ORDER, bes
 from grpo_debug.tools.families.overview import input_hint
 from grpo_debug.tools.inputs import read_input
 from grpo_debug.tools.models import FamilyReport, Item
-from grpo_debug.tools.search import best, rank_rules_for_query, words
+from grpo_debug.tools.families.filtering import filter_rules, no_match
+from grpo_debug.tools.search import words
 
 
 def _resolve_topic(text: str, rb: RuleBase, candidates: list[Rule] | None = None
@@ -31,8 +32,7 @@ def _resolve_topic(text: str, rb: RuleBase, candidates: list[Rule] | None = None
     elif named_pc:
         rs = rb.by_pattern_class(named_pc)
     else:
-        rs = [r for _, r in best(rank_rules_for_query(text, candidates or list(rb)))] or \
-             [r for _, r in best(rank_rules_for_query(text, list(rb)))]
+        rs = _matching(text, candidates) or _matching(text, list(rb))
         if sym and not rs:
             rs = rb.by_symptom(sym)
     ids = {r.id for r in rs}
@@ -41,6 +41,16 @@ def _resolve_topic(text: str, rb: RuleBase, candidates: list[Rule] | None = None
     if not ds:
         ds = [d for d in ders.values() if words(d.title + " " + d.topic.replace("_", " ") + " " + d.id.replace("-", " ")) & words(low)]
     return rs, ds, pc or sym
+
+
+def _matching(text: str, rules: list[Rule] | None) -> list[Rule]:
+    """The rules the filter ``text`` matches (families/filtering.py), best first; empty when none does."""
+    ranked, matched = filter_rules(text, rules or [], k=5)
+    return [r for _, r in ranked] if matched else []
+
+
+def _closest(text: str, rb: RuleBase) -> list[str]:
+    return [r.id for _, r in filter_rules(text, list(rb))[0]]
 
 
 def _derivation_item(d: Derivation) -> Item:
@@ -128,7 +138,8 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
         rs, _, name = _resolve_topic(topic, rb)
         items = frameworks_table(rs)
         return FamilyReport(family="knowledge_map", operation=op, items=items, rules=[r.id for r in rs],
-                            summary=f"{name or topic}: {len(rs)} rule(s) across {len(items)} framework(s).")
+                            summary=f"{name or topic}: {len(rs)} rule(s) across {len(items)} framework(s)." if rs
+                            else no_match(topic, "rule", _closest(topic, rb)))
     if not text:  # no input: every theory, every bug chain, every decision
         return _whole_view(op, rb)
     if op == "decision":
@@ -152,7 +163,7 @@ def knowledge_map(operation: str, text: str | None = None, path: str | None = No
                                     derivations=[d.id for d in ds]))
         items += [_derivation_item(d) for d in ds if op == "theory" and not any(i.id == d.id for i in items)]
     if not items:
-        return FamilyReport(family="knowledge_map", operation=op, summary=f"Nothing in the rule base matches {text!r}.",
+        return FamilyReport(family="knowledge_map", operation=op, summary=no_match(text, "rule", _closest(text, rb)),
                             notes=["Try a rule id (grpo-debug rules), a pattern class, a symptom code or a bug number."])
     return FamilyReport(family="knowledge_map", operation=op, items=items, rules=[r.id for r in rs],
                         summary=f"{op} for {text!r}: " + "; ".join(r.title for r in rs[:3]))
