@@ -19,6 +19,8 @@ types not read, torn or corrupt tails, bounds hit), run_id (for stores holding s
 | verl_jsonl    | verl FileLogger JSONL {"step": N, "data": {...}}                    | textstores.py   |
 | trainer_state | HF Trainer trainer_state.json log_history                           | textstores.py   |
 | deepspeed_csv | DeepSpeed csv_monitor job folder (<event>.csv: step,value)          | textstores.py   |
+| wandb_csv     | W&B chart "Download CSV" (Step, <run> - <metric>[__MIN/__MAX]),      | wandb_csv.py    |
+|               | a run's history DataFrame as CSV (_step column)                     |                 |
 
 Each module's docstring cites the on-disk format it follows. Imports: this package pulls in only the
 standard library's dataclasses/os; sqlite3, json, yaml, csv are imported inside the reader that needs them.

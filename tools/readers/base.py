@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("tensorboard", "wandb", "mlflow", "trackio", "verl_jsonl", "trainer_state", "deepspeed_csv")
+KINDS = ("tensorboard", "wandb", "mlflow", "trackio", "verl_jsonl", "trainer_state", "deepspeed_csv", "wandb_csv")
 
 # MLflow stores +-inf as +-sys.float_info.max (mlflow/store/tracking/sqlalchemy_store.py, _sanitize_value)
 FLOAT_MAX = 1.7976931348623157e308

@@ -42,8 +42,9 @@ def sniff_file(path: str) -> str | None:
         return "verl_jsonl" if sniff_verl_line(line) else None
     if name.endswith(".csv"):
         from .textstores import is_ds_csv
+        from .wandb_csv import is_wandb_csv
 
-        return "deepspeed_csv" if is_ds_csv(path) else None
+        return "deepspeed_csv" if is_ds_csv(path) else "wandb_csv" if is_wandb_csv(path) else None
     return None
 
 
@@ -155,7 +156,11 @@ def _file_kind(e) -> str | None:
     from .tfevents import is_event_file
 
     n = e.name
-    if is_event_file(n) or n.endswith((".wandb", ".csv")):
+    if n.endswith(".csv"):  # a csv_monitor csv is a store only as part of its folder (sniff_dir); a W&B export alone
+        from .wandb_csv import is_wandb_csv
+
+        return "wandb_csv" if is_wandb_csv(e.path) else None
+    if is_event_file(n) or n.endswith(".wandb"):
         return None  # these are stores only as part of their folder (found by sniff_dir)
     if n == "trainer_state.json" or n.endswith(".jsonl") or n.endswith(_SQLITE_EXT):
         return sniff_file(e.path)
@@ -218,6 +223,10 @@ def _dispatch(path: str, kind: str, limits: Limits) -> list[StoreRun]:
         return read_trackio(path, limits)
     from . import textstores
 
+    if kind == "wandb_csv":
+        from .wandb_csv import read_wandb_csv
+
+        return read_wandb_csv(path, limits)
     fn = {"verl_jsonl": textstores.read_verl_jsonl, "trainer_state": textstores.read_trainer_state,
           "deepspeed_csv": textstores.read_deepspeed_csv}[kind]
     return [fn(path, limits)]
