@@ -94,6 +94,17 @@ def _best_status(r: Rule) -> str:
     return min((x.status for x in r.sources), key=lambda x: order[x])
 
 
+def _names(spec) -> list[str]:
+    return [n.lower() for n in (spec.id, spec.name, *spec.aliases) if len(n) > 3]
+
+
+def gpu_profile_named(r: Rule, text: str) -> bool:
+    """True when ``text`` names a GPU whose profile rule ``r`` is (any spelling of skills/gpus.yaml in both)."""
+    hw, low = r.applies_to.hardware.lower(), (text or "").lower()
+    return any(any(re.search(rf"\b{re.escape(n)}\b", hw) for n in _names(s)) and
+               any(re.search(rf"\b{re.escape(n)}\b", low) for n in _names(s)) for s in gpu_specs().values())
+
+
 _TITLE_PREFIX = {"precaution": "(not in this input) ", "conditional": "(if it applies) "}
 
 
@@ -157,7 +168,7 @@ def conditional_items(rules: list[Rule], gpu_named: str = "") -> list[Item]:
     """Recommendations without an input: each says when it applies; no patch switches a safety off."""
     items = []
     for r in rules:
-        if is_gpu_profile(r) and not (gpu_named and gpu_named.lower() in r.applies_to.hardware.lower()):
+        if is_gpu_profile(r) and not gpu_profile_named(r, gpu_named):
             continue
         effect = safety_effect(r)  # no patch: without the input none can be derived for its framework
         items.append(_item(r, "conditional", f"Only when: {r.what} {r.fix.summary}" + _why_off(r, effect)))
@@ -183,20 +194,24 @@ def scope_conflicts(items: list[Item], rules: dict[str, Rule]) -> None:
 
 def avoid(family: str, rules: list[Rule], text: str | None, path: str | None, rb) -> FamilyReport:
     """The ``avoid`` operation (see the module doc)."""
-    from grpo_debug.tools.search import rank_rules_for_query
+    from grpo_debug.tools.families.filtering import filter_rules, no_match
 
     patch: dict = {}
+    missed = ""
     if path or (text and looks_like_log_or_config(text)):
         s, label, _, hint = read_input(text, path)
         items, patch, notes = input_items(rules, s, label, hint, rb)
     else:
-        ranked = ([r for _, r in rank_rules_for_query(text, rules)] or rules) if text else \
-            sorted(rules, key=lambda r: (r.kind != "guidance", -r.priority, r.id))
+        ranked = sorted(rules, key=lambda r: (r.kind != "guidance", -r.priority, r.id))
+        if text:  # a described setup: the recommendations it matches, none when it matches none
+            found, matched = filter_rules(text, rules)
+            ranked = [r for _, r in found] if matched else []
+            missed = "" if matched else no_match(text, "recommendation", [r.id for _, r in found])
         items = conditional_items(ranked[:12], gpu_named=text or "")
         notes = ["No config or log given: each recommendation says when it applies. Give the config, launch "
                  "script or log to get recommendations and a patch derived from it."]
     scope_conflicts(items, rb.rules)
     items = items[:12]
-    summary = f"{len(items)} recommendation(s)" + (" with a config patch for this input." if patch else ".")
+    summary = missed or f"{len(items)} recommendation(s)" + (" with a config patch for this input." if patch else ".")
     return FamilyReport(family=family, operation="avoid", summary=summary, items=items, rules=[i.id for i in items],
                         notes=notes + ([f"combined patch: {patch}"] if patch else []))

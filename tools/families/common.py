@@ -11,7 +11,7 @@ from grpo_debug.skills.loader import RuleBase
 from grpo_debug.skills.schema import QuerySignal, Rule
 from grpo_debug.tools.errors import FamilyError
 from grpo_debug.tools.families import FAMILY_SPECS, SEED_GPU, SEED_OPERATION_ALIASES
-from grpo_debug.tools.families.avoid import is_gpu_profile
+from grpo_debug.tools.families.avoid import gpu_profile_named, is_gpu_profile
 from grpo_debug.tools.families.filtering import filter_rules, framework_first, input_frameworks, no_match, own_framework
 from grpo_debug.tools.inputs import looks_like_log_or_config, read_input
 from grpo_debug.tools.models import FamilyReport, Finding, Item
@@ -148,10 +148,7 @@ def diagnose_report(family: str, text, path, rb) -> FamilyReport:
             return rep
     # the family's own symptom is implied by the question (nan_guide diagnose actor/entropy: entropy went NaN)
     implied = tuple(w for code in family_selectors()[family].symptoms for w in code.split("_"))
-    low = (text or "").lower()
-    rules = [r for r in rules if not is_gpu_profile(r) or any(  # a GPU's profile only where the text names it
-        n.lower() in low for s in gpu_specs().values() if s.name.lower() in r.applies_to.hardware.lower()
-        for n in (s.id, s.name, *s.aliases) if len(n) > 3)]
+    rules = [r for r in rules if not is_gpu_profile(r) or gpu_profile_named(r, text or "")]  # where it names the GPU
     ranked, matched = filter_rules(text or "", rules, implied=implied)
     fws = input_frameworks(text or "")
     ranked = framework_first(ranked, fws) if matched else []

@@ -21,10 +21,13 @@ REL = 0.5
 def filter_rules(text: str, rules: list[Rule], implied: tuple[str, ...] = (), k: int = 8,
                  rel: float = REL) -> tuple[list[tuple[float, Rule]], bool]:
     """(ranking, matched) of ``rules`` for the filter ``text``: the best ``k`` within ``rel`` of the top when
-    the top scores at least MIN_MATCH (matched), else the three closest (not matched; may be empty)."""
+    the top scores at least MIN_MATCH (matched), else the three closest (not matched; may be empty).
+    ``implied`` terms (a family's own symptom) order the ranking but never make a match on their own: the
+    text alone must reach MIN_MATCH."""
     ranked = rank_rules_for_query(text, rules, implied=implied)
-    if not ranked or ranked[0][0] < MIN_MATCH:
-        return ranked[:3], False
+    alone = rank_rules_for_query(text, rules) if implied else ranked
+    if not ranked or not alone or alone[0][0] < MIN_MATCH:
+        return (alone or ranked)[:3], False
     return best(ranked, k=k, rel=rel), True
 
 

@@ -7,7 +7,8 @@ from grpo_debug.tools.families.common import (check_report, family_rules, framew
 from grpo_debug.tools.families.overview import stream_overview
 from grpo_debug.tools.models import FamilyReport, Finding, Item
 from grpo_debug.tools.inputs import is_python, read_input
-from grpo_debug.tools.search import best, framework_terms, rank_rules_for_query
+from grpo_debug.tools.families.filtering import filter_rules, no_match
+from grpo_debug.tools.search import framework_terms
 
 
 def stream_safety(operation: str, text: str | None = None, path: str | None = None, gpu: str | None = None,
@@ -20,10 +21,7 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
     if op == "gpu":
         return gpu_report("stream_safety", gpu, rb)
     if op == "map":
-        items = [rule_item(r, kind="pattern", sources=[s.model_dump() for s in r.sources]) for r in rs]
-        return FamilyReport(family="stream_safety", operation=op, items=items, rules=[r.id for r in rs],
-                            summary=f"{len(items)} stream-safety patterns (record_stream, overlap_comm, side-stream lifetimes) "
-                                    "with their real references and verification status.")
+        return _map(rs, text)
     if op == "compare":
         return _compare(rs, text if text else read_input(None, path)[0] if path else "")
     if not text and not path:  # no input: the analysis of the configurations the rules document
@@ -58,12 +56,31 @@ def stream_safety(operation: str, text: str | None = None, path: str | None = No
                         rules=sorted({c.rule_id for f in fs for c in f.causes}), notes=notes)
 
 
+def _map(rs: list, text: str | None) -> FamilyReport:
+    """``map``: the stream-safety patterns with their references; ``text`` keeps the ones it matches."""
+    what = ""
+    if text:
+        ranked, matched = filter_rules(text, rs)
+        if not matched:
+            return FamilyReport(family="stream_safety", operation="map", rules=[r.id for _, r in ranked],
+                                summary=no_match(text, "stream-safety pattern", [r.id for _, r in ranked]))
+        rs, what = [r for _, r in ranked], f" matching {text.strip()[:80]!r}"
+    items = [rule_item(r, kind="pattern", sources=[s.model_dump() for s in r.sources]) for r in rs]
+    return FamilyReport(family="stream_safety", operation="map", items=items, rules=[r.id for r in rs],
+                        summary=f"{len(items)} stream-safety patterns{what} (record_stream, overlap_comm, side-stream "
+                                "lifetimes) with their real references and verification status.")
+
+
 def _compare(rs: list, text: str) -> FamilyReport:
     """``compare``: the stream-safety mechanisms side by side, for the frameworks the input names (all
     frameworks without one), the rules the input's words rank first when it names none."""
     named = framework_terms(text) if text else set()
     if text and not named:
-        rs = [r for _, r in best(rank_rules_for_query(text, rs), k=len(rs))] or rs
+        ranked, matched = filter_rules(text, rs, k=len(rs))
+        if not matched:
+            return FamilyReport(family="stream_safety", operation="compare", rules=[r.id for _, r in ranked],
+                                summary=no_match(text, "stream-safety rule", [r.id for _, r in ranked]))
+        rs = [r for _, r in ranked]
     items = [i for i in frameworks_table(rs) if not named or i.id.lower() in named]
     what = f" for {', '.join(i.id for i in items) or text.strip()}" if named else f" for {text.strip()!r}" if text else ""
     notes = [] if items or not named else [f"No stream-safety rule names {', '.join(sorted(named))}; "
