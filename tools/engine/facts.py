@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,8 @@ import yaml
 
 from grpo_debug.tools.engine.documents import (DocumentError, compose_yaml, load_json, resolve_interpolations,
                                                scalar_value)
+from grpo_debug.tools.engine.command_lines import (ASSIGNS_ONLY, ENV_ASSIGN, split_continuation, starts_command,
+                                                   strip_comment, words)
 from grpo_debug.tools.engine.normalize import Line
 
 
@@ -215,7 +216,7 @@ def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
     return _resolve_interpolations(text, out)
 
 
-_OVERRIDE = re.compile(r"(?:^|\s)\+{0,2}([A-Za-z_]\w*(?:\.[\w-]+)+)=(\"[^\"]*\"|'[^']*'|\S*)")
+_OVERRIDE_WORD = re.compile(r"^(?:\+{0,2}([A-Za-z_]\w*(?:\.[\w-]+)+)|\+{1,2}([A-Za-z_]\w*))=(.*)$", re.S)
 _CMD_HINT = re.compile(
     r"(?:^|[\s/$+])(?:python3?|torchrun|deepspeed|accelerate|ray (?:start|job submit)|launch_server|vllm serve|"
     r"sglang|train\w*\.py|pretrain\w*\.py|main_ppo|openrlhf|\w+\.sh)\b")
@@ -257,42 +258,93 @@ def expand_vars(s: str, env: dict[str, str]) -> str:
     return _VAR_REF.sub(sub, s)
 
 
-def _tokens(s: str) -> list[str]:
-    try:
-        return shlex.split(s, comments=True)
-    except ValueError:
-        return s.split()
+_SHORT = re.compile(r"^-[A-Za-z]")
+_SCRIPT = re.compile(r"\.(?:py|sh)$")
+_PATH_FLAG = re.compile(r"file|path|plugin|script|config|module|program|dir", re.I)
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_END_WORDS = ("|", "||", "&&", ";", "&")
 
 
-def _add_flags(tokens: list[str], no: int, text: str, fs: FactSet, prefix: str = "") -> None:
+def _is_value(w: str) -> bool:
+    """A word that can be a flag's value: not a flag, a short option, a ``--`` separator or an array expansion."""
+    return not (_FLAG.match(w) or _SHORT.match(w) or w in ("\\", "--") or "[@]" in w or "[*]" in w
+                or w in ("$@", "$*", '"$@"'))
+
+
+def _flag_value(name: str, vals: list[str]) -> tuple[Any, int]:
+    """(the value of ``--name`` followed by the words ``vals``, how many words it takes). Several values of one kind
+    (``--report_to tensorboard wandb``, ``--reward_weights 1.0 1.0``) are a list; a script (``grpo.py``), a module
+    after it or an override ends the values (``--num_processes 7 src/open_r1/grpo.py``); a flag without a value is
+    True."""
+    if not vals or ("=" in vals[0] and "." in vals[0].split("=")[0]):
+        return True, 0
+    if _SCRIPT.search(vals[0]) and not _PATH_FLAG.search(name):
+        return True, 0  # accelerate launch --multi_gpu train.py: a store_true flag before the script
+    kinds = {bool(_NUMBER.match(v)) for v in vals}
+    if len(vals) > 1 and len(kinds) == 1 and not any(_SCRIPT.search(v) or "=" in v or _CMD_HINT.search(v)
+                                                     for v in vals):
+        return [parse_scalar(v) for v in vals], len(vals)
+    return parse_scalar(vals[0]), 1
+
+
+def _add_flags(words: list[tuple[str, int, str]], fs: FactSet, prefix: str = "") -> None:
+    """``--flags`` of one command's words ``(word, line, line text)``: ``--k=v``, ``--k v``, ``--k v1 v2``, ``--k``;
+    ``-m module`` -> ``launch.module``. Each fact at the line of its flag."""
     i = 0
-    while i < len(tokens):
-        m = _FLAG.match(tokens[i])
-        if not m or tokens[i] in ("-", "--"):
+    while i < len(words):
+        w, no, text = words[i]
+        m = _FLAG.match(w)
+        if w == "-m" and i + 1 < len(words) and not _FLAG.match(words[i + 1][0]):
+            fs.add("launch.module", words[i + 1][0], no, "flag", text)
+            i += 2
+            continue
+        if not m or w in ("-", "--"):
             i += 1
             continue
         name = m.group(1).replace("-", "_")
+        i += 1
         if m.group(2) is not None:
             val: Any = parse_scalar(m.group(2))
-            i += 1
         else:
             vals = []
-            j = i + 1
-            while j < len(tokens) and not _FLAG.match(tokens[j]) and tokens[j] not in ("\\", "--"):
-                vals.append(parse_scalar(tokens[j]))
-                j += 1
-            if len(vals) > 1 and not _CMD_HINT.search(" ".join(map(str, vals))):
-                val = vals
-            elif vals and not (isinstance(vals[0], str) and ("=" in vals[0] and "." in vals[0].split("=")[0])):
-                val = vals[0]
-                j = i + 2
-            else:
-                val = True
-                j = i + 1
-            i = j
+            while i + len(vals) < len(words) and _is_value(words[i + len(vals)][0]):
+                vals.append(words[i + len(vals)][0])
+            val, used = _flag_value(name, vals)
+            i += used
         fs.add(prefix + name, val, no, "flag", text)
         if prefix:
             fs.add(name, val, no, "flag", text)
+
+
+def _flush_command(fs: FactSet, pending: list[tuple[list[str], int, str]], array: bool) -> None:
+    """Facts of one launch command read over all its lines (``pending``: each line's words, number, text): the
+    environment assignments before the launcher (``CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 swift rlhf ...``),
+    every ``--flag`` and every Hydra override, each at its own line; words after a pipe, ``&&``, ``;`` or a
+    redirection (``> out.log 2>&1``, ``| tee``) belong to another command or a file and are not read."""
+    words: list[tuple[str, int, str]] = []
+    for ws, no, text in pending:
+        for w in ws:
+            if w in _END_WORDS or w[:1] in "<>" or w[:2] in ("1>", "2>", "&>"):
+                break
+            words.append((w, no, text))
+        else:
+            continue
+        break
+    pending.clear()
+    i = 0
+    while not array and i < len(words) and (m := ENV_ASSIGN.match(words[i][0])):
+        fs.add(m.group(1), parse_scalar(m.group(2)), words[i][1], "env", words[i][2])
+        i += 1
+    while i < len(words) and words[i][0] in ("export", "nohup", "time", "exec"):
+        i += 1
+    rest = words[i:]
+    prefix = "ray_start." if [w for w, _, _ in rest[:2]] == ["ray", "start"] else ""
+    _add_flags(rest, fs, prefix)
+    for w, no, text in rest:
+        m = _OVERRIDE_WORD.match(w)
+        if m:
+            fs.add(m.group(1) or m.group(2), parse_override_value(m.group(3)), no, "override", text)
+            fs.formats.add("hydra-overrides")
 
 
 def _document_facts(fs: FactSet, lines: list[Line], whole_text: str | None, fmt_hint: str | None) -> set[int]:
@@ -359,9 +411,11 @@ def _line_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str]
     if va and not in_array:
         raw = va.group(2) or ""
         shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
-    m = _ENV.match(s)
-    if m and not m.group(2).startswith("("):
-        fs.add(m.group(1), parse_scalar(expand_vars(m.group(2), shell_vars).strip("\"'")), no, "env", t)
+    if not in_array and ASSIGNS_ONLY.match(s):  # export A=1 B=2: every assignment (a command's prefix: _flush_command)
+        for w in words(expand_vars(s, shell_vars)):
+            m = _ENV.match(w)
+            if m and not m.group(2).startswith("("):
+                fs.add(m.group(1), parse_scalar(m.group(2)), no, "env", t)
     m = _PIP_LIST.match(s)
     if m and not s.startswith(("-", "#")) and m.group(1).lower() not in ("step", "iteration"):
         fs.add("versions." + m.group(1).lower(), m.group(2), no, "pip", t)
@@ -374,31 +428,46 @@ def _line_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str]
     return False
 
 
-def _command_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str], in_array: bool,
-                   starts_array: re.Match[str] | None) -> tuple[bool, bool]:
-    """Flags and Hydra overrides of a launch-command line; returns (continues on the next line, inside a
-    bash array)."""
+def _command_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str], state: dict,
+                   starts_array: re.Match[str] | None) -> None:
+    """One line of a launch command or a bash array: its words (``$VAR`` expanded from earlier assignments) join
+    ``state["pending"]``; when the command ends (no ``\\``, or the array's ``)``), it is read (_flush_command).
+    ``state``: ``in_cmd`` (the next line continues it), ``in_array``, ``pending``."""
     body = s[2:] if s.startswith(("$ ", "+ ")) else s
     if "$" in body:
         body = expand_vars(body, shell_vars)
+    in_array = state["in_array"]
     if starts_array:
         in_array = True
         body = starts_array.group(1)
+    body, more = split_continuation(strip_comment(body))
     if in_array and body.rstrip().endswith(")") and body.count("(") < body.count(")"):
         in_array = False
         body = body.rstrip()[:-1]
-    toks = _tokens(body)
-    prefix = "ray_start." if "ray start" in body else ""
     inc = re.search(r"--include[ =]\S*?:([\d,]+)", body)
     if inc:
         fs.add("num_gpus", len(inc.group(1).split(",")), no, "flag", t)
-    _add_flags(toks, no, t, fs, prefix)
-    for key, val in _OVERRIDE.findall(" " + body):
-        fs.add(key, parse_override_value(val), no, "override", t)
-        fs.formats.add("hydra-overrides")
+    state["pending"].append((words(body), no, t))
     fs.formats.add("launch-command")
     fs.command_lines.add(no)
-    return s.endswith("\\"), in_array
+    state["in_cmd"], state["in_array"] = more, in_array
+    if not more and not in_array:
+        _flush_command(fs, state["pending"], state.pop("array", False) or bool(starts_array))
+    elif starts_array:
+        state["array"] = True
+
+
+def _is_command_start(s: str) -> bool:
+    """A stripped line that starts a launch command (or is a lone ``--flag`` line of a pasted fragment)."""
+    return (bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or starts_command(s)
+            or (s.endswith("\\") and not ASSIGNS_ONLY.match(s)))
+
+
+def _end_command(fs: FactSet, state: dict) -> None:
+    """A command cut short (a blank line, the end of the input, a line that is not part of it) is read as it is."""
+    if state["pending"]:
+        _flush_command(fs, state["pending"], state.pop("array", False))
+    state["in_cmd"] = state["in_array"] = False
 
 
 def _kwargs_facts(fs: FactSet, t: str, no: int, is_cmd: bool) -> None:
@@ -452,15 +521,14 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
     fs = FactSet()
     doc_lines = _document_facts(fs, lines, whole_text, fmt_hint)
     shown = set() if doc_lines else _shown_lines(fs, lines, skip)
-    in_cmd = False
-    in_array = False
+    state: dict = {"in_cmd": False, "in_array": False, "pending": []}
     json_buf: list[Line] = []
     shell_vars: dict[str, str] = {}
     for ln in lines:
         t = ln.text
         s = t.strip()
         if not s:
-            in_cmd = False
+            _end_command(fs, state)
             continue
         # embedded JSON blocks (e.g. `cat ds_config.json` in a log)
         if not doc_lines and (json_buf or (s == "{" and not t.startswith(" "))):
@@ -476,13 +544,17 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
         if s.startswith("#"):
             _comment_facts(fs, s, t, ln.no)
             continue
-        if _line_facts(fs, s, t, ln.no, shell_vars, in_array):
+        cont = state["in_cmd"] or state["in_array"]
+        if _line_facts(fs, s, t, ln.no, shell_vars, state["in_array"]):
             continue
         starts_array = _ARRAY_START.match(s)
-        is_cmd = bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or in_cmd or in_array or bool(starts_array)
+        is_cmd = cont or bool(starts_array) or _is_command_start(s)
         if is_cmd:
-            in_cmd, in_array = _command_facts(fs, s, t, ln.no, shell_vars, in_array, starts_array)
+            _command_facts(fs, s, t, ln.no, shell_vars, state, starts_array)
+        else:
+            _end_command(fs, state)
         _kwargs_facts(fs, t, ln.no, is_cmd)
+    _end_command(fs, state)
     return fs
 
 

@@ -1,0 +1,95 @@
+"""Which lines of an input are (part of) a launch command, and the shell words of one command line.
+
+Shared by facts.py (which reads every flag, override and environment assignment of a command as a setting) and
+metrics.py (which must never read ``--learning_rate 1e-6`` on a command line as a metric value).
+
+A line is a command line when:
+
+- it starts with a launcher (``python``/``python3`` ``-m``, ``torchrun``, ``accelerate launch``, ``deepspeed``,
+  ``swift``, ``ray``, ``vllm``, ``sglang``, ``bash``, ``uv run``, ``srun``, ``nohup``, ...), after any number of
+  ``NAME=value`` environment assignments and an optional shell prompt ``$ `` / ``set -x`` trace ``+ ``;
+- it ends with a ``\\`` continuation (a ``# comment`` after it is dropped as bash would not, but people write it);
+- it starts with a ``--flag`` word (a continuation line or a bash array element), or the line before it continued.
+
+Stateless per line (``is_command_line(text, continued)``) so a streamed log, read chunk by chunk, can ask it too.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+
+_ENV_WORD = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"']*)"
+LAUNCHERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "swift", "ray", "vllm", "sglang",
+             "bash", "sh", "uv", "srun", "nohup", "mpirun", "horovodrun", "trl", "tune", "llamafactory-cli",
+             "megatron", "openrlhf")
+LAUNCH_START = re.compile(
+    r"^(?:[$+]\s+)?(?:export\s+)?(?:" + _ENV_WORD + r"\s+)*"
+    r"(?:(?:nohup|time|exec|uv\s+run|srun(?:\s+-{1,2}[\w-]+(?:[= ][^\s-]\S*)?)*)\s+)*"
+    r"(?:[\w./-]*/)?(?:python[\d.]*|torchrun|deepspeed|accelerate|swift|ray|vllm|sglang|bash|sh|mpirun|horovodrun|"
+    r"trl|tune|llamafactory-cli|openrlhf\.\w+|python[\d.]*\s+-m)(?=\s|$)")
+ENV_ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
+_ENV_CONTINUED = re.compile(r"^(?:" + _ENV_WORD + r"\s+)+\\\s*(?:#.*)?$")  # CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 \\
+ASSIGNS_ONLY = re.compile(r"^(?:export\s+)?(?:" + _ENV_WORD + r"\s+)*" + _ENV_WORD + r"\s*(?:#.*)?$")
+_FLAG_START = re.compile(r"^--[A-Za-z]")
+_TRAILING = re.compile(r"\s*\\\s*(?:#.*)?$|^\\$")
+
+
+def strip_comment(s: str) -> str:
+    """``s`` without a shell comment: a ``#`` at the line start or after a blank, outside quotes (``NuminaMath-TIR#1000``
+    keeps its ``#``, as bash does)."""
+    if "#" not in s:
+        return s
+    quote = ""
+    for i, c in enumerate(s):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or s[i - 1] in " \t"):
+            return s[:i].rstrip()
+    return s
+
+
+def split_continuation(s: str) -> tuple[str, bool]:
+    """(the line without its trailing ``\\`` and any comment after it, whether the command continues)."""
+    m = _TRAILING.search(s)
+    if m:
+        return s[:m.start()], True
+    return s, False
+
+
+def continues(s: str) -> bool:
+    """The stripped line ends with a ``\\`` continuation (optionally followed by a ``# comment``)."""
+    return bool(s) and ("\\" in s[-80:]) and _TRAILING.search(s) is not None
+
+
+def starts_command(s: str) -> bool:
+    """The stripped line starts a launch command: a launcher word after env assignments, or env assignments
+    continued with ``\\`` onto the launcher's line."""
+    return LAUNCH_START.match(s) is not None or _ENV_CONTINUED.match(s) is not None
+
+
+def is_command_line(text: str, continued: bool = False) -> bool:
+    """Whether ``text`` is (part of) a launch command; ``continued``: the line before it ended with ``\\``.
+    Cheap: a line with no ``--``, no ``=`` and no trailing ``\\`` is tested by two ``in`` checks only."""
+    s = text.strip()
+    if not s:
+        return False
+    if continued or s[-1] == "\\" or _FLAG_START.match(s):
+        return True
+    if "\\" in s[-80:] and continues(s):
+        return True
+    if "--" not in s and "=" not in s:
+        return False
+    return LAUNCH_START.match(s) is not None
+
+
+def words(s: str) -> list[str]:
+    """The shell words of one command line (quotes removed as the shell does); on an unbalanced quote, the
+    blank-separated words."""
+    s = strip_comment(s)
+    try:
+        return shlex.split(s)
+    except ValueError:
+        return s.split()
