@@ -54,7 +54,7 @@ def test_find_stores_lists_every_fixture():
     refs = find_stores(str(STORES))
     kinds = sorted(r.kind for r in refs)
     assert kinds == sorted(["deepspeed_csv", "mlflow", "mlflow", "tensorboard", "trackio", "trainer_state",
-                            "verl_jsonl", "wandb", "wandb"])
+                            "verl_jsonl", "wandb", "wandb", "wandb_csv", "wandb_csv", "wandb_csv"])
     assert {Path(r.path) for r in refs} >= {TB, WB, WB_LEGACY, MLDB, MLRUN, TRACKIO, VERL, TS, DS}
 
 
