@@ -121,13 +121,25 @@ def _verl_pairs(rest: str) -> dict[str, float]:
             pass
     out = {}
     for item in _PAIR_SEP.split(rest):
-        k, sep, v = item.strip().rpartition(":")
-        if not sep or not k or " " in k:
-            continue
-        f = to_float(v.split()[0]) if v.strip() else None
+        item = item.strip()
+        k, sep, v = item.rpartition(":")
+        f = _verl_value(v) if sep and k and " " not in k else None
+        if f is None:  # a colon inside the value: tensor(0.5, device='cuda:0')
+            k, sep, v = item.partition(":")
+            f = _verl_value(v) if sep and k and " " not in k else None
         if f is not None:
             out[k] = f
     return out
+
+
+def _verl_value(v: str) -> float | None:
+    """A verl item's value: the whole text (``np.float64(-0.9)``, ``tensor(0.5, device='cuda:0')``), else its first
+    word (a value with a unit after it)."""
+    v = v.strip()
+    if not v:
+        return None
+    f = to_float(v)
+    return f if f is not None else to_float(v.split()[0])
 
 
 def _megatron_fields(rest: str) -> dict[str, float]:

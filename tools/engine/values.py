@@ -8,12 +8,22 @@ import ast
 import json
 import re
 
-_NP_WRAP = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")
+# a number printed inside its type: numpy >= 2 scalars' repr (``np.float64(-0.9131)``, ``np.float32(nan)``), a torch
+# scalar tensor's repr (``tensor(0.5000)``, ``tensor(-inf, device='cuda:0', dtype=torch.bfloat16)``,
+# ``tensor(1.2e-05, grad_fn=<MeanBackward0>)``): the number is the first argument, kept as printed
+_NP_WRAP = re.compile(r"(?:np|numpy)\.(?:float|int|uint)\d*\(([^(),]*)\)"  # (no nested repeats: linear)
+                      r"|(?<![\w.])tensor\(([^(),\[\]]*)(?:,[^()]*)?\)")
+_NP_BOOL = re.compile(r"\b(?:np|numpy)\.(True|False)_\b")
 _BARE_NAN = re.compile(r"(?<!['\"\w])(-?)(nan|inf|NaN|Infinity|-Infinity)(?!['\"\w])")
 
 
+def _unwrap(m: re.Match) -> str:
+    return (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+
+
 def to_float(v: object) -> float | None:
-    """A metric value as float: numbers, numeric strings ('0.0123', 'nan', 'inf'), bools excluded."""
+    """A metric value as float: numbers, numeric strings ('0.0123', '-1.2e-05', 'nan', '-inf'), a number printed in
+    its type (``np.float64(-0.9131)``, ``tensor(0.5, device='cuda:0')``); bools excluded; None for anything else."""
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
@@ -22,7 +32,7 @@ def to_float(v: object) -> float | None:
         s = v.strip().strip("'\"")
         m = _NP_WRAP.fullmatch(s)
         if m:
-            s = m.group(1)
+            s = _unwrap(m)
         try:
             return float(s)
         except ValueError:
@@ -32,7 +42,7 @@ def to_float(v: object) -> float | None:
 
 def parse_dict_text(s: str) -> dict | None:
     """Parse a printed dict (Python repr or JSON), tolerating nan/inf and np.float64(...)."""
-    s = _NP_WRAP.sub(r"\1", s)
+    s = _NP_BOOL.sub(r"\1", _NP_WRAP.sub(_unwrap, s))
     try:
         d = json.loads(s)
         return d if isinstance(d, dict) else None

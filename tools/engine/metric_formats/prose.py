@@ -16,7 +16,10 @@ from grpo_debug.tools.engine.values import to_float
 
 WINDOW = 60
 _KEY = re.compile(r"(?<![\w/])([A-Za-z][\w.]{0,60}(?:/[\w.]{1,60}){1,4}|[a-z][a-z0-9]{1,20}(?:_[a-z0-9]{1,20}){1,6})(?![\w/])", re.A)
-_NUM = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?(?:e-?\d+)?)(?:\s{0,2}(?:~|-|–|to|and)\s{0,2}(\d+(?:\.\d+)?(?:e-?\d+)?))?", re.A)
+# a number keeps its sign (``-0.9131``; a '-' after a word or number is a range's or a word's), its exponent in
+# either case; a range ``a~b`` / ``a-b`` / ``a to b`` gives both ends
+_NUM = re.compile(r"(?<![\w.-])(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+                  r"(?:\s{0,2}(?:~|-|–|to|and)\s{0,2}(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?))?", re.A)
 _CJK = re.compile(r"[\u4e00-\u9fff\u3040-\u30ff]")
 
 
