@@ -43,7 +43,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Config facts that differ, the first diverging step, findings one run lacks (B omitted: a two-run paste)."""
+    """What differs between run A and run B: the broken run, levels, first diverging step, config facts, findings
+    one run lacks (B omitted: A holds both runs, a paste, a file or a folder)."""
     from grpo_debug.tools.errors import InputError
     from grpo_debug.tools.rundir.compare import compare_runs
 
@@ -63,20 +64,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def render_compare(res) -> str:
-    """The comparison as text for a person."""
-    out = [f"A: {res.a}", f"B: {res.b}", "", res.summary]
-    if res.config_diff:
-        out += ["", "Config facts that differ (A -> B):"]
-        out += [f"  {d['key']}: {d['a']!r} -> {d['b']!r}" for d in res.config_diff]
-    div = [d for d in res.divergence if d.get("step") is not None]
-    if div:
-        out += ["", "Series that diverge (first step):"]
-        out += [f"  {d['metric']}: step {d['step']:g} (A {d['a']}, B {d['b']}, noise {d['noise']:.3g})" for d in div]
-    for name, items in (("A", res.only_in_a), ("B", res.only_in_b)):
-        if items:
-            out += ["", f"Findings only in {name}:"] + [f"  {x}" for x in items]
-    out += ["", f"Method: {res.method}"]
-    return "\n".join(out)
+    """The comparison as text for a person (tools/rundir/compare_text.render)."""
+    from grpo_debug.tools.rundir.compare_text import render
+
+    return render(res)
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:

@@ -1,29 +1,37 @@
-"""Compare two runs: config facts that differ, the first step where a metric diverges, findings one run lacks.
+"""Compare two runs: what differs (levels, the first diverging step, config facts, findings) and which looks broken.
 
-    from grpo_debug.tools.rundir.compare import compare_runs, split_two_runs
+    from grpo_debug.tools.rundir.compare import compare_runs
     res = compare_runs(a_path="runs/ref", b_path="runs/new")     # or a_text/b_text; each a file, folder or paste
-    res = compare_runs(a_text=paste)                             # one paste holding two runs (split_two_runs)
+    res = compare_runs(a_text=paste)                             # one paste (or file, folder) holding the runs
 
-Divergence (per canonical series both runs have, on the steps both logged; the last value of a repeated step):
+Which runs (compare_inputs.py): two inputs, or one input split by ``runs_split`` ([A]/[B] labels, header lines,
+a second launch line, the step numbering starting again; a folder's logs); with more than two runs the most
+broken one is compared with the first healthy one and ``runs`` lists them all.
+
+Levels and the broken run (compare_levels.py): per shared canonical series, first/last/min/max/median of each
+run and the factor between the medians (``far`` at 10x); the run that looks broken (non-finite values, its own
+medium/high findings, a far level in the series' bad direction).
+
+Divergence (per shared series, aligned on the steps both runs logged when there are at least ``SUSTAIN`` of
+them, else by position or relative progress when the steps do not overlap at all; the last value of a repeated
+step):
 
     noise_r = max(1.4826 x median_t |r(t) - r(t-1)|,  0.01 x median_t |r(t)|,  1e-12)   for r in (A, B)
     d(t)    = |A(t) - B(t)| / max(noise_A, noise_B)
 
-A series diverges at the first step t0 from which d(t) > K (K = 4) holds for ``SUSTAIN`` (3) common steps in a
-row, or one run is non-finite where the other is finite for as many steps. The step-to-step noise is the
-median absolute change between consecutive steps (scaled like a MAD to a normal sigma): it measures how much each
-run moves on its own from one step to the next, so K x noise is "further apart than either run jitters", and the
-sustain rule keeps one noisy step from counting. The 1 % floor keeps a constant series (an lr) from making a tiny
-difference significant. The runs' first diverging step is the earliest over all series.
+A series diverges at the first point t0 from which d(t) > K (K = 4) holds for ``SUSTAIN`` (3) aligned points in
+a row, or one run is non-finite where the other is finite for as many. The step-to-step noise is the median
+absolute change between consecutive points (scaled like a MAD to a normal sigma): how much each run moves on its
+own, so K x noise is "further apart than either run jitters", and the sustain rule keeps one noisy step from
+counting. The 1 % floor keeps a constant series (an lr) from making a tiny difference significant. With one or
+two common steps nothing is dated (the levels speak). The runs' first diverging point is the earliest.
 
-A paste holding two runs is split (``split_two_runs``) on ``[A]``/``[B]`` line prefixes (unprefixed lines go to
-both), else where the step numbering starts again at the first run's first step (``step:1`` twice); a blank,
-``#``/``---``/``===`` or "run B" line just before the second sequence starts run B.
+The answer is deterministic (no sampling, every list in a fixed order) and small: levels at most 8 rows,
+divergence the diverging series only (at most 10), config facts at most 20 (``bound_compare`` cuts further).
 """
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from typing import Any
 
@@ -31,9 +39,8 @@ from pydantic import BaseModel, Field
 
 K = 4.0
 SUSTAIN = 3
-MAX_CONFIG = 40
-_AB = re.compile(r"^\s*\[(A|B)\]\s?", re.I)
-_SEP = re.compile(r"^\s*$|^\s*(#|---|===)|\brun\s*(b|2|new)\b|\bnew run\b", re.I)
+MAX_CONFIG = 20
+MAX_DIVERGE = 10
 
 
 class CompareResult(BaseModel):
@@ -42,49 +49,26 @@ class CompareResult(BaseModel):
     summary: str
     a: str = Field(description="Run A's input.")
     b: str = Field(description="Run B's input.")
+    broken: str = Field("", description="The run that looks broken: A, B, both, or empty.")
+    levels: list[dict[str, Any]] = Field(default_factory=list, description="{metric, a, b, factor, far}.")
+    aligned: str = Field("", description="step, position, progress, few (1-2 common steps) or none.")
     config_diff: list[dict[str, Any]] = Field(default_factory=list, description="{key, a, b}; null = not set.")
     first_divergence: dict[str, Any] | None = Field(None, description="{metric, step, a, b, noise}: the earliest.")
-    divergence: list[dict[str, Any]] = Field(default_factory=list, description="Per common series.")
+    divergence: list[dict[str, Any]] = Field(default_factory=list, description="The diverging series.")
     only_in_a: list[str] = Field(default_factory=list, description="Findings of A that B lacks.")
     only_in_b: list[str] = Field(default_factory=list, description="Findings of B that A lacks.")
+    runs: list[dict[str, Any]] = Field(default_factory=list, description="Every run of a split input.")
     method: str = ""
     truncated: bool = Field(False, description="Long values or lists were cut to bound the answer (see summary).")
 
 
 def split_two_runs(text: str) -> tuple[str, str] | None:
-    """(run A text, run B text) of a paste holding two runs, or None (see the module docstring)."""
-    lines = text.splitlines()
-    if any(_AB.match(ln) for ln in lines):
-        a, b = [], []
-        for ln in lines:
-            m = _AB.match(ln)
-            if m is None:
-                a.append(ln), b.append(ln)
-            else:
-                (a if m.group(1).upper() == "A" else b).append(ln[m.end():])
-        return ("\n".join(a), "\n".join(b)) if any(x.strip() for x in a) and any(x.strip() for x in b) else None
-    return _split_restart(text, lines)
+    """(run A text, run B text): the first two runs ``runs_split.split_text`` finds in a paste (with ``force``
+    when it finds one), or None."""
+    from grpo_debug.tools.rundir.runs_split import split_text
 
-
-def _split_restart(text: str, lines: list[str]) -> tuple[str, str] | None:
-    from grpo_debug.tools.engine.metrics import extract_metrics
-    from grpo_debug.tools.engine.normalize import normalize
-
-    recs = sorted(extract_metrics(normalize(text)).records, key=lambda r: r.line)
-    if len(recs) < 4:
-        return None
-    first, top = recs[0].step, recs[0].step
-    for i, r in enumerate(recs[1:], 1):
-        if r.step == first and top > first:
-            last_a = recs[i - 1].line
-            cut = r.line  # 1-based line of B's first record
-            for no in range(r.line - 1, last_a, -1):
-                if _SEP.search(lines[no - 1]):
-                    cut = no
-                    break
-            return "\n".join(lines[:cut - 1]), "\n".join(lines[cut - 1:])
-        top = max(top, r.step)
-    return None
+    segs = split_text(text) or split_text(text, force=True)
+    return (segs[0].text, segs[1].text) if segs and len(segs) >= 2 else None
 
 
 def _facts(run) -> dict[str, tuple[Any, str]]:
@@ -106,10 +90,6 @@ def config_diff(ra, rb) -> list[dict[str, Any]]:
     return rows[:MAX_CONFIG]
 
 
-def _by_step(s) -> dict[float, float]:
-    return {p.step: p.value for p in s.points}
-
-
 def step_noise(vals: list[float]) -> float:
     """1.4826 x median |r(t) - r(t-1)| over finite neighbours, floored at 1 % of median |r| and 1e-12."""
     fin = [v for v in vals if math.isfinite(v)]
@@ -119,102 +99,106 @@ def step_noise(vals: list[float]) -> float:
     return max(mad, 0.01 * scale, 1e-12)
 
 
-def diverge(sa, sb, k: float = K, sustain: int = SUSTAIN) -> dict[str, Any] | None:
-    """The first step where series A and B diverge (module docstring), or None."""
-    a, b = _by_step(sa), _by_step(sb)
-    steps = sorted(set(a) & set(b))
-    if len(steps) < sustain:
+def first_far(pts: list[tuple[float, float, float]], k: float = K, sustain: int = SUSTAIN) -> dict[str, Any] | None:
+    """{step, a, b, noise} of the first of ``sustain`` aligned points in a row further apart than ``k`` x the
+    larger step-to-step noise (``pts``: (x, value of A, value of B)), or None (module docstring)."""
+    if len(pts) < sustain:
         return None
-    na, nb = step_noise([a[t] for t in steps]), step_noise([b[t] for t in steps])
-    noise = max(na, nb)
+    noise = max(step_noise([p[1] for p in pts]), step_noise([p[2] for p in pts]))
     run = 0
-    for i, t in enumerate(steps):
-        x, y = a[t], b[t]
+    for i, (_t, x, y) in enumerate(pts):
         if math.isfinite(x) and math.isfinite(y):
             far = abs(x - y) > k * noise
         else:
             far = math.isfinite(x) != math.isfinite(y)
         run = run + 1 if far else 0
         if run >= sustain:
-            t0 = steps[i - sustain + 1]
-            return {"metric": sa.name, "step": t0, "a": _num(a[t0]), "b": _num(b[t0]), "noise": round(noise, 6),
-                    "axis": sa.axis}
+            t0, x0, y0 = pts[i - sustain + 1]
+            return {"step": t0, "a": _num(x0), "b": _num(y0), "noise": float(f"{noise:.4g}")}
     return None
 
 
+def diverge(sa, sb, k: float = K, sustain: int = SUSTAIN) -> dict[str, Any] | None:
+    """The first point where series A and B diverge (module docstring), or None; ``by`` says how the points were
+    aligned when not by step (the steps do not overlap)."""
+    from grpo_debug.tools.rundir.compare_levels import align
+
+    how, pts = align(sa, sb, sustain)
+    if how == "few":
+        return None
+    d = first_far(pts, k, sustain)
+    if d is None:
+        return None
+    out = {"metric": sa.name, **d, "axis": sa.axis}
+    if how != "step":
+        out["by"] = how  # step: A's step at that position
+    return out
+
+
 def _num(v: float):
-    return v if math.isfinite(v) else str(v)
+    return float(f"{v:.6g}") if math.isfinite(v) else str(v)
 
 
 def _findings(analysis) -> dict[str, str]:
     out = {}
     for f in analysis.result.findings:
-        out.setdefault(f.symptom, f"{f.symptom}: {f.title}")
+        out.setdefault(f.symptom, f"{f.symptom} ({f.confidence}): {f.title}"[:200])
     return out
 
 
-def compare_analyses(A, B) -> CompareResult:
-    """Compare two analysed inputs (tools/rundir/analyze.Analysis)."""
+def _alignment(ra, rb) -> tuple[str, dict[str, Any]]:
+    """(how the runs' series line up, the steps' overlap): 'step' at SUSTAIN common steps or more, 'few' at one
+    or two, 'position' / 'progress' when no step is common (compare_levels.align), 'none' without a shared
+    series."""
+    from grpo_debug.tools.rundir.compare_levels import align, overlap, shared
+
+    ov = overlap(ra, rb)
+    pairs = shared(ra, rb)
+    if not pairs:
+        return "none", ov
+    if ov["common"] >= SUSTAIN:
+        return "step", ov
+    if ov["common"]:
+        return "few", ov
+    hows = [align(sa, sb, SUSTAIN)[0] for _k, sa, sb in pairs]
+    return max(dict.fromkeys(hows), key=hows.count), ov
+
+
+def compare_analyses(A, B, runs: list[dict[str, Any]] | None = None, how: str = "") -> CompareResult:
+    """Compare two analysed inputs (tools/rundir/analyze.Analysis); ``runs``/``how``: the runs of a split input
+    and how it was split (compare_inputs.Pair)."""
+    from grpo_debug.tools.rundir.compare_levels import broken, levels, shared
+
     ra, rb = A.run, B.run
-    diffs = config_diff(ra, rb)
-    div = []
-    for name, sa in ra.series.items():
-        sb = rb.series_of(name)
-        if sb is None or not (sa.canonical or sb.canonical or name in rb.series):
-            continue
-        d = diverge(sa, sb)
-        div.append(d or {"metric": name, "step": None})
-    hits = sorted((d for d in div if d.get("step") is not None), key=lambda d: d["step"])
+    div = [d for _k, sa, sb in shared(ra, rb) if (d := diverge(sa, sb)) is not None]
+    div.sort(key=lambda d: (d["step"], d["metric"]))
+    rows = levels(ra, rb)
+    who, why = broken(A, B, rows)
+    aligned, ov = _alignment(ra, rb)
     fa, fb = _findings(A), _findings(B)
-    res = CompareResult(summary="", a=A.label, b=B.label, config_diff=diffs, divergence=div[:30],
-                        first_divergence=hits[0] if hits else None,
+    res = CompareResult(summary="", a=A.label, b=B.label, broken=who, levels=rows, aligned=aligned,
+                        config_diff=config_diff(ra, rb), divergence=div[:MAX_DIVERGE],
+                        first_divergence=div[0] if div else None, runs=runs or [],
                         only_in_a=[v for k, v in fa.items() if k not in fb], only_in_b=[v for k, v in fb.items() if k not in fa],
                         method=f"diverged: |A-B| > {K:g} x max step-to-step noise (1.4826 x median |r(t)-r(t-1)|, "
-                               f"floor 1% of median |r|) for {SUSTAIN} common steps in a row")
+                               f"floor 1% of median |r|) for {SUSTAIN} aligned points in a row; levels: medians, "
+                               "far at 10x")
     res = redact_compare(res)  # before the summary, which quotes config values
-    res.summary = _summary(res, len(div))
+    from grpo_debug.tools.rundir.compare_text import summary
+
+    res.summary = summary(res, len(shared(ra, rb)), why, ov, how)
     return res
-
-
-def _summary(r: CompareResult, n_series: int) -> str:
-    parts = []
-    if r.config_diff:
-        parts.append(f"{len(r.config_diff)} config fact(s) differ: " + ", ".join(
-            f"{d['key']} {d['a']!r} -> {d['b']!r}" for d in r.config_diff[:4]))
-    else:
-        parts.append("no config fact differs")
-    fd = r.first_divergence
-    if fd:
-        parts.append(f"first divergence: {fd['metric']} at step {fd['step']:g} (A {fd['a']}, B {fd['b']}, "
-                     f"noise {fd['noise']:.3g})")
-    else:
-        parts.append(f"no series diverges beyond noise ({n_series} common series)" if n_series else "no common series")
-    if r.only_in_a:
-        parts.append("only in A: " + "; ".join(r.only_in_a[:3]))
-    if r.only_in_b:
-        parts.append("only in B: " + "; ".join(r.only_in_b[:3]))
-    return ". ".join(parts) + "."
 
 
 def compare_runs(a_text: str | None = None, a_path: str | None = None, b_text: str | None = None,
                  b_path: str | None = None) -> CompareResult:
-    """Compare run A and run B (each a paste, a file, a store file or a folder). With only A given as text, the
-    paste must hold both runs (split_two_runs). Raises InputError when the inputs do not make two runs."""
-    from grpo_debug.tools.errors import InputError
-    from grpo_debug.tools.rundir.analyze import analyze
+    """Compare run A and run B (each a paste, a file, a store file or a folder). With only A given, it must hold
+    two runs or more (compare_inputs.load_pair). Raises InputError when the inputs do not make two runs (the
+    message names what was seen and how to mark the runs) or a run is empty."""
+    from grpo_debug.tools.rundir.compare_inputs import load_pair
 
-    if b_text is None and b_path is None:
-        if a_text is None:
-            raise InputError("give two runs (a and b), or one paste holding both")
-        pair = split_two_runs(a_text)
-        if pair is None:
-            raise InputError("one paste given but it does not hold two runs: prefix lines with [A]/[B], or paste "
-                             "the two step sequences one after the other (each starting at step 1)")
-        A, B = analyze(text=pair[0]), analyze(text=pair[1])
-        A.label, B.label = "<text> run A", "<text> run B"
-    else:
-        A, B = analyze(text=a_text, path=a_path), analyze(text=b_text, path=b_path)
-    return compare_analyses(A, B)
+    pair = load_pair(a_text, a_path, b_text, b_path)
+    return compare_analyses(pair.A, pair.B, pair.runs, pair.how)
 
 
 #: Longest string kept before redaction (a secret cut later at the answer's clip is already masked).
