@@ -126,6 +126,8 @@ class Watch:
         self.evals = 0
         self.eval_s = 0.0
         self.last_new = time.monotonic()
+        self.current: dict[str, dict] = {}  # key -> the latest record of each medium/high finding (MCP resource)
+        self.sink = None  # a callable(event, record): said there instead of printed (server/watch_resource.py)
 
     # -- inputs --------------------------------------------------------------------------------------------
     def discover(self, first: bool = True) -> None:
@@ -211,6 +213,7 @@ class Watch:
             if CONF[fd.confidence] < 1:
                 continue
             rec = self._record(path, fd, ctx, res)
+            self.current[rec["key"]] = rec
             said = self.alerted.get(rec["key"])
             if said is None:
                 out.append(("alert", rec))
@@ -237,7 +240,11 @@ class Watch:
                 "generation": self.followers[path].generation, "finding": fd.model_dump(mode="json")}
 
     def say(self, event: str, rec: dict) -> None:
-        """Print an alert or update (text or one JSON line) and run --on-alert for a new alert."""
+        """Print an alert or update (text or one JSON line) and run --on-alert for a new alert; with a ``sink``,
+        hand it the (event, record) instead (no print, no hook, no fail-on)."""
+        if self.sink is not None:
+            self.sink(event, rec)
+            return
         if self.opts.fmt == "jsonl":
             line = json.dumps({"event": event, "time": time.time(), **{k: v for k, v in rec.items() if k != "key"}})
         else:
@@ -333,6 +340,12 @@ def watch(opts: Options, rules=None, out=None, stop: threading.Event | None = No
         return _loop(w, opts, stop)
     finally:
         w.finish()
+
+
+def follow(w: Watch, stop: threading.Event) -> int:
+    """Run an already discovered :class:`Watch` until ``stop`` is set (a background follower: give it a ``sink``
+    and no ``fail_on``), as :func:`watch` runs it; 0 when stopped, 1 at a fail-on alert."""
+    return _loop(w, w.opts, stop)
 
 
 def _loop(w: Watch, opts: Options, stop: threading.Event | None) -> int:
