@@ -273,6 +273,9 @@ def build_server(allowed_roots: Iterable[str | os.PathLike] | None = None, ray_a
     _register_suggest(server, inputs)
     _register_explain_rule(server)
     _register_resources(server)
+    from grpo_debug.server.watch_resource import register_watch_resource  # grpo-debug://watch/{+path}, subscriptions
+
+    server.watch_hub = register_watch_resource(server, roots, inputs.base)  # type: ignore[attr-defined]
     _register_triage_prompt(server)
     server._prompts_ready = False  # trigger prompts: registered on the first prompts/list or prompts/get
     _register_completion_and_logging(server)
@@ -289,9 +292,8 @@ def _register_family(server: MCPServer, inputs: _Inputs, spec: FamilySpec) -> No
     # real annotation objects (this module uses postponed annotations, which cannot see the operations)
     tool.__annotations__ = {
         "operation": Annotated[Literal[spec.choices], Field(  # type: ignore[valid-type]
-            description=f"One of {', '.join(spec.operations)}; rtx4090 = gpu for the RTX 4090.")],
-        "text": Annotated[OptStr, Field(description="Input for the operation: symptom words, a log, a config, "
-                                                    "a Python snippet, a bug number or a rule id.")],
+            description="rtx4090 = gpu for the RTX 4090.")],
+        "text": Annotated[OptStr, Field(description=spec.text_help)],  # what text is per operation (catalogue)
         "path": Annotated[OptStr, Field(description=f"A file to read instead of text, {WHERE}.")],
         "gpu": Annotated[OptStr, Field(description="GPU id or name: rtx4090, a100_80gb, h100_sxm, mi300x, ...")],
         "return": FamilyReport,

@@ -42,6 +42,7 @@ class FamilySpec:
     title: str
     description: str  # the MCP tool's description
     help: str         # the CLI sub-command's help line
+    text_help: str = ""  # what ``text`` is for each operation (the MCP tool's ``text`` description)
 
     @property
     def choices(self) -> tuple[str, ...]:
@@ -49,27 +50,38 @@ class FamilySpec:
         return self.operations + tuple(SEED_OPERATION_ALIASES)
 
 
+_NO_TEXT = " Empty: the whole view."
+_CHECK = "check: a config, script or log. diagnose: symptom words (a named framework's causes first) or a log. "
+_AVOID = "avoid: a config (patch) or setup words (filter). gpu: unused."
+
 FAMILY_SPECS: dict[str, FamilySpec] = {s.name: s for s in (
     FamilySpec("playbook", get_args(PlaybookOp), "GRPO debug playbook",
-               "GRPO debug playbook: the 7 bug pattern classes (playbook), symptom -> causes -> fix (symptoms), "
-               "fix reference per bug, filter with text (fixes), per-GPU report (gpu).",
-               "GRPO debug playbook: pattern classes, symptom map, fixes, GPU report"),
+               "GRPO debug playbook: the 7 bug pattern classes, symptom -> causes -> fix, fix reference per bug, "
+               "per-GPU report.",
+               "GRPO debug playbook: pattern classes, symptom map, fixes, GPU report",
+               "symptoms, fixes: a filter (symptom words, metric, rule id); only matches. playbook, gpu: unused." + _NO_TEXT),
     FamilySpec("nan_guide", get_args(NanGuideOp), "GRPO NaN guide",
-               "NaN/Inf: check a config for NaN risks, diagnose from symptom words or a log, avoidance "
-               "recommendations for a described setup, per-GPU NaN risks.",
-               "NaN/Inf guide: check a config, diagnose symptoms or a log, avoid, GPU"),
+               "NaN/Inf: check a config for NaN risks, diagnose symptom words or a log, avoidance advice, "
+               "per-GPU NaN risks.",
+               "NaN/Inf guide: check a config, diagnose symptoms or a log, avoid, GPU",
+               _CHECK + _AVOID + _NO_TEXT),
     FamilySpec("muon_clipping", get_args(MuonClippingOp), "Muon clipping avoidance",
-               "Muon optimizer vs global grad-norm clipping (Megatron ChainedOptimizer, DeepSpeed): check a config, "
-               "diagnose a plateau, get the avoiding config patch.",
-               "Muon vs global clipping: check, diagnose, avoid (config patch), GPU"),
+               "Muon optimizer vs global grad-norm clipping (Megatron ChainedOptimizer, DeepSpeed): check, "
+               "diagnose a plateau, the avoiding patch.",
+               "Muon vs global clipping: check, diagnose, avoid (config patch), GPU",
+               _CHECK + _AVOID + _NO_TEXT),
     FamilySpec("stream_safety", get_args(StreamSafetyOp), "CUDA stream safety",
-               "CUDA stream safety: map record_stream/overlap_comm patterns across frameworks, analyze a config or "
-               "Python snippet for side-stream hazards, compare frameworks.",
-               "CUDA stream safety: map, analyze a config or Python snippet, compare, GPU"),
+               "CUDA stream safety: record_stream/overlap_comm patterns across frameworks (map, compare), side-stream "
+               "hazards in a config or Python snippet (analyze).",
+               "CUDA stream safety: map, analyze a config or Python snippet, compare, GPU",
+               "map: a filter. compare: framework names or a filter. analyze: a config, script or Python snippet. "
+               "gpu: unused." + _NO_TEXT),
     FamilySpec("knowledge_map", get_args(KnowledgeMapOp), "Knowledge map",
-               "Why a rule holds: mechanism with math (theory), bug -> pattern -> decision chain (bug), a MUST DO/NOT "
-               "justified (decision), derivations (proof), one pattern across frameworks (cross).",
-               "theory, bug chain, decision, proof, cross-framework, GPU"),
+               "Why a rule holds: mechanism (theory), bug -> pattern -> decision (bug), a MUST DO/NOT justified "
+               "(decision), derivations (proof), one pattern across frameworks (cross).",
+               "theory, bug chain, decision, proof, cross-framework, GPU",
+               "theory, bug, decision, proof, cross: a topic (words, rule id, bug #8061, pattern class, MUST DO 2); "
+               "only matches. gpu: unused." + _NO_TEXT),
 )}
 
 OPERATIONS: dict[str, tuple[str, ...]] = {name: s.operations for name, s in FAMILY_SPECS.items()}
