@@ -161,3 +161,26 @@ def test_kinds_of_canonical_signals():
     assert kind_of(DetectorSignal(detector="nonfinite")) == "detector_all"
     assert kind_of(ConfigSignal(key="tp", op="gt", value=1)) == "config_canonical"
     assert kind_of(ConfigSignal(keys=["tp", "tensor_model_parallel_size"], op="gt", value=1)) == "config_raw"
+
+
+def test_one_table_of_fallback_spellings():
+    """The default key regexes of the detectors live once, in tools/run/names.FALLBACK_KEYS (canonical ids as
+    keys); no module under tools/ spells one of them again as a literal."""
+    from pathlib import Path
+
+    from importlib import import_module
+
+    from grpo_debug.tools.engine import detectors
+    from grpo_debug.tools.run.names import FALLBACK_KEYS
+
+    collapse, flat_zero, late_climb, plateau = (import_module(f"grpo_debug.tools.engine.series.{m}")
+                                                for m in ("collapse", "flat_zero", "late_climb", "plateau"))
+
+    assert set(FALLBACK_KEYS) <= set(load_aliases().metrics)
+    assert detectors.GRAD_NORM is late_climb.GRAD_NORM_KEYS is FALLBACK_KEYS["grad_norm"]
+    assert detectors.ENTROPY is collapse.ENTROPY_KEYS and detectors.REWARD is flat_zero.REWARD_KEYS
+    assert detectors.LOSS is plateau.LOSS_KEYS is FALLBACK_KEYS["loss"]
+    tools = Path(detectors.__file__).resolve().parents[1]
+    copies = [(str(p.relative_to(tools)), k) for p in tools.rglob("*.py") if p.name != "names.py"
+              for k, rx in FALLBACK_KEYS.items() if f'r"{rx}"' in p.read_text(encoding="utf-8")]
+    assert not copies, f"fallback spellings copied outside tools/run/names.py: {copies}"

@@ -122,9 +122,10 @@ def _store_notes(store, table) -> list[str]:
     """What the series store downsampled or could not hold."""
     out = []
     from grpo_debug.tools.engine.series_store import IMPORTANT
+    from grpo_debug.tools.run.names import FALLBACK_KEYS
 
     down = sorted(((k, table.count(k), len(pts)) for k, pts in table.series.items() if table.count(k) > len(pts)),
-                  key=lambda t: (not re.search(r"grad.?norm", t[0]), not IMPORTANT.search(t[0]), -t[1], t[0]))
+                  key=lambda t: (not re.search(FALLBACK_KEYS["grad_norm"], t[0]), not IMPORTANT.search(t[0]), -t[1], t[0]))
     if down:
         shown = "; ".join(f"{k}: {_n(n)} points kept as {_n(m)}" for k, n, m in down[:3])
         more = f"; {len(down) - 3} more series likewise" if len(down) > 3 else ""

@@ -1,8 +1,9 @@
 """Detectors over metric series. Each takes the :class:`MetricTable` and params, and returns a
 :class:`Hit` (evidence line numbers + a sentence) or None. Rules name them in ``detector`` signals.
 
-Metric names differ per framework, so detectors select series by regex on the name (``keys``);
-the defaults cover verl, slime/Relax, OpenRLHF, TRL and Megatron spellings.
+Metric names differ per framework: a rule's ``metric: <canonical id>`` becomes a ``keys`` regex of exactly that
+series' raw keys (engine/match.run_detector); without either, a detector reads its default series through the
+fallback spellings of ``tools/run/names.FALLBACK_KEYS`` (the one table of them, shared with engine/series).
 """
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ from typing import Callable
 
 from grpo_debug.tools.engine.hit import ALREADY_NONFINITE, Hit
 from grpo_debug.tools.engine.metrics import MetricTable, Point, is_finite
+from grpo_debug.tools.run.names import FALLBACK_KEYS
 from grpo_debug.tools.engine.series.step1 import step1_table as step1_mismatch  # noqa: F401  (moved; the name stays)
 
-GRAD_NORM = r"grad.?norm"
-ENTROPY = r"(?<!val-)entropy(?!_coe?f)"
-KL = r"(?:^|/|_)(?:ppo_)?kl(?:_loss)?$|objective/kl$|approxkl"
-REWARD = r"(?:^|/)(?:reward|rewards|score|raw_reward)(?:/mean|_mean)?$|critic/score/mean|critic/rewards/mean|reward_mean$"
-REWARD_SPREAD = r"frac_reward_zero_std|zero_std|no_signal_frac|zero_adv_group_frac"
-LENGTH_CLIP = r"clip_ratio$|clipped_ratio|truncated(?:_ratio|_rate)?$|response_length/clip_ratio"
-LOSS = r"(?:^|/)(?:pg_loss|policy_loss|loss|lm loss)$"
+GRAD_NORM = FALLBACK_KEYS["grad_norm"]
+ENTROPY = FALLBACK_KEYS["entropy"]
+KL = FALLBACK_KEYS["kl"]
+REWARD = FALLBACK_KEYS["reward_mean"]
+REWARD_SPREAD = FALLBACK_KEYS["zero_std_frac"]
+LENGTH_CLIP = FALLBACK_KEYS["response_length_clip_ratio"]
+LOSS = FALLBACK_KEYS["loss"]
 
 
 

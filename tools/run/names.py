@@ -1,13 +1,33 @@
 """Canonical names through the alias table (``skills/aliases.yaml`` read by ``skills/aliases.py``).
 
-This module only forwards: ``canonical_metric(raw_key, framework) -> str | None`` and
+This module forwards ``canonical_metric(raw_key, framework) -> str | None`` and
 ``canonical_config(raw_key, framework) -> str | None``. While the alias module is absent (or raises on a
 key) the answer is None and the caller keeps the raw key. There is deliberately no second alias table here.
+
+It also holds the one table of *fallback spellings* (:data:`FALLBACK_KEYS`): for a canonical metric, the regex
+a detector's default selection uses over raw keys the alias table does not map (a critic's ``critic/grad_norm``,
+an unprefixed ``entropy_loss``, a console ``lm loss`` without a known framework). The table detectors
+(``tools/engine/detectors.py``) and the run-model detectors (``tools/engine/series``) read it instead of each
+keeping its own copy. A rule names ``metric: <canonical id>`` rather than one of these regexes
+(``tests/test_signal_kinds.py`` counts the rules that still use raw-key regexes).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Callable
+
+# canonical metric id -> regex (re.I, searched) over raw keys: the default series of a detector when no metric
+# or keys is given; patterns as the detectors used them before this table (issue 22), unchanged
+FALLBACK_KEYS: dict[str, str] = {
+    "grad_norm": r"grad.?norm",
+    "entropy": r"(?<!val-)entropy(?!_coe?f)",
+    "kl": r"(?:^|/|_)(?:ppo_)?kl(?:_loss)?$|objective/kl$|approxkl",
+    "reward_mean": r"(?:^|/)(?:reward|rewards|score|raw_reward)(?:/mean|_mean)?$|critic/score/mean|critic/rewards/mean"
+                   r"|reward_mean$",
+    "zero_std_frac": r"frac_reward_zero_std|zero_std|no_signal_frac|zero_adv_group_frac",
+    "response_length_clip_ratio": r"clip_ratio$|clipped_ratio|truncated(?:_ratio|_rate)?$|response_length/clip_ratio",
+    "loss": r"(?:^|/)(?:pg_loss|policy_loss|loss|lm loss)$",
+}
 
 
 @lru_cache(maxsize=1)

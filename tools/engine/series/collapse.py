@@ -14,9 +14,10 @@ from __future__ import annotations
 from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.onset import attach, locate, startup_end
 from grpo_debug.tools.engine.series.baseline import at, fmt, lines_of, median, select
+from grpo_debug.tools.run.names import FALLBACK_KEYS  # the one table of fallback spellings
 from grpo_debug.tools.run.model import Run
 
-ENTROPY_KEYS = r"(?<!val-)entropy(?!_coe?f)"
+ENTROPY_KEYS = FALLBACK_KEYS["entropy"]
 
 
 def collapse(run: Run, metric: str | None = None, keys: str | None = None, frac: float = 0.1,

@@ -10,9 +10,10 @@ from __future__ import annotations
 from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.onset import attach
 from grpo_debug.tools.engine.series.baseline import at, lines_of, select
+from grpo_debug.tools.run.names import FALLBACK_KEYS  # the one table of fallback spellings
 from grpo_debug.tools.run.model import Run
 
-REWARD_KEYS = r"(?:^|/)(?:reward|rewards|score|raw_reward)(?:/mean|_mean)?$|critic/score/mean|critic/rewards/mean|reward_mean$"
+REWARD_KEYS = FALLBACK_KEYS["reward_mean"]
 
 
 def flat_zero(run: Run, metric: str | None = None, keys: str | None = None, eps: float = 1e-9,

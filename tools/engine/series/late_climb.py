@@ -32,9 +32,10 @@ import math
 from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.onset import attach, locate, startup_end
 from grpo_debug.tools.engine.series.baseline import at, finite_prefix, fmt, lines_of, median, select, sigma
+from grpo_debug.tools.run.names import FALLBACK_KEYS  # the one table of fallback spellings
 from grpo_debug.tools.run.model import Point, Run
 
-GRAD_NORM_KEYS = r"grad.?norm"
+GRAD_NORM_KEYS = FALLBACK_KEYS["grad_norm"]
 
 
 def _confirm(vals: list[float], min_base: int, z: float, min_run: int, tolerance: int) -> tuple[int, float, float] | None:

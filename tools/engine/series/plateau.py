@@ -11,9 +11,10 @@ from __future__ import annotations
 from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.onset import attach
 from grpo_debug.tools.engine.series.baseline import at, fmt, lines_of, select
+from grpo_debug.tools.run.names import FALLBACK_KEYS  # the one table of fallback spellings
 from grpo_debug.tools.run.model import Run
 
-LOSS_KEYS = r"(?:^|/)(?:pg_loss|policy_loss|loss|lm loss)$"
+LOSS_KEYS = FALLBACK_KEYS["loss"]
 
 
 def plateau(run: Run, metric: str | None = None, keys: str | None = None, rel: float = 0.01, abs_tol: float = 1e-6,

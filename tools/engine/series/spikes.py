@@ -12,6 +12,7 @@ from __future__ import annotations
 from grpo_debug.tools.engine.hit import Hit
 from grpo_debug.tools.engine.onset import attach
 from grpo_debug.tools.engine.series.baseline import at, fmt, lines_of, median, select, sigma
+from grpo_debug.tools.run.names import FALLBACK_KEYS  # the one table of fallback spellings
 from grpo_debug.tools.run.model import Run
 
 
@@ -19,7 +20,7 @@ def robust_spike(run: Run, metric: str | None = None, keys: str | None = None, z
                  window: int = 50, min_base: int = 5, settle: int = 3) -> Hit | None:
     """The first spike of the first series (``metric``, else ``keys``, else grad_norm) that has one; evidence: the
     point before it, the spike and the points after it (up to 8 lines), with the count of spikes in the series."""
-    for s in select(run, metric, keys, "grad_norm", r"grad.?norm"):
+    for s in select(run, metric, keys, "grad_norm", FALLBACK_KEYS["grad_norm"]):
         fin = s.finite()
         first, count = None, 0
         for i in range(min_base, len(fin)):
