@@ -12,13 +12,16 @@ A line is a command line when:
 - it starts with a ``--flag`` word (a continuation line or a bash array element), or the line before it continued.
 
 Stateless per line (``is_command_line(text, continued)``) so a streamed log, read chunk by chunk, can ask it too.
+:func:`setting_lines` adds the configs printed into a log (engine/printed_config.py): the lines metric readers skip.
 """
 from __future__ import annotations
 
 import re
 import shlex
 
-_ENV_WORD = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"']*)"
+from grpo_debug.tools.engine.printed_config import settings_print_lines
+
+_ENV_WORD = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"'])*"  # segments start with distinct characters: linear
 LAUNCHERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "swift", "ray", "vllm", "sglang",
              "bash", "sh", "uv", "srun", "nohup", "mpirun", "horovodrun", "trl", "tune", "llamafactory-cli",
              "megatron", "openrlhf")
@@ -93,3 +96,17 @@ def words(s: str) -> list[str]:
         return shlex.split(s)
     except ValueError:
         return s.split()
+
+
+def setting_lines(lines: list) -> set[int]:
+    """Line numbers (``Line.no``) of ``lines`` that hold settings, not metric values: every line of a launch
+    command (a line after a ``\\`` continuation counts only when it is the next line of the input) and every line
+    of a config printed into the log (printed_config.settings_print_lines)."""
+    out = settings_print_lines(lines)
+    cont = -1
+    for ln in lines:
+        t = ln.text
+        if is_command_line(t, ln.no == cont + 1):
+            out.add(ln.no)
+            cont = ln.no if t.rstrip()[-1:] == "\\" or continues(t.strip()) else -1
+    return out

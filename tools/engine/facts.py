@@ -221,7 +221,7 @@ _CMD_HINT = re.compile(
     r"(?:^|[\s/$+])(?:python3?|torchrun|deepspeed|accelerate|ray (?:start|job submit)|launch_server|vllm serve|"
     r"sglang|train\w*\.py|pretrain\w*\.py|main_ppo|openrlhf|\w+\.sh)\b")
 _FLAG = re.compile(r"^--([A-Za-z][\w.-]*)(?:=(.*))?$")
-_KWREPR = re.compile(r"\b([A-Z]\w*(?:Config|Arguments|Args))\((.*)\)")
+_KWREPR = re.compile(r"\b([A-Z]\w*(?:Config|Arguments|Args)|Namespace)\((.*)\)")
 _KV = re.compile(r"(?<![\w.])([a-z_][\w]*)=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^,\s)]+)")
 _DS_PRINT = re.compile(r"\[config\.py:\d+:print\]\s+(\w+)\s+\.{2,}\s*(.*)$")
 _ENV = re.compile(r"^(?:export\s+)?([A-Z][A-Z0-9_]{2,})=(\S*)")
@@ -498,11 +498,12 @@ def _shown_lines(fs: FactSet, lines: list[Line], skip: set[int] | frozenset[int]
     printed as a Python dict (verl's pprint of its resolved config, engine/printed_config.py), whose settings are
     added here at the line of each key."""
     from grpo_debug.tools.engine.errors_classify import quoted_source_lines
-    from grpo_debug.tools.engine.printed_config import block_settings, dict_blocks
+    from grpo_debug.tools.engine.printed_config import block_settings, dict_blocks, repr_blocks, repr_settings
 
     shown = quoted_source_lines(lines)
-    for block in dict_blocks(lines, skip | shown):
-        settings = block_settings(block)
+    blocks = [(b, block_settings(b)) for b in dict_blocks(lines, skip | shown)]
+    blocks += [(b, [(k, parse_scalar(v), no) for k, v, no in repr_settings(b)]) for b in repr_blocks(lines, skip | shown)]
+    for block, settings in blocks:
         if not settings:
             continue
         by_no = {x.no: x for x in block}

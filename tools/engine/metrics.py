@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from grpo_debug.tools.engine.command_lines import continues, is_command_line
+from grpo_debug.tools.engine.command_lines import setting_lines
 from grpo_debug.tools.engine.normalize import Line
 from grpo_debug.tools.engine.values import parse_dict_text, to_float  # noqa: F401  (re-exported)
 
@@ -236,10 +236,10 @@ def extract_metrics(lines: list[Line], table: MetricTable | None = None, counter
 
     table = MetricTable() if table is None else table
     counters = {} if counters is None else counters
-    i, n, cont = 0, len(lines), -1
+    settings = setting_lines(lines)  # launch commands and printed configs: settings, never metric values
+    i, n = 0, len(lines)
     while i < n:
-        if is_command_line(lines[i].text, lines[i].no == cont + 1):  # a launch command's --flags are settings
-            cont = lines[i].no if continues(lines[i].text.strip()) else -1
+        if lines[i].no in settings:
             i += 1
             continue
         used = 0

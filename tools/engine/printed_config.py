@@ -13,6 +13,13 @@ experimental one_step_off_policy / fully_async / transfer_queue mains), under th
 interleaved in it are left out. It is parsed with :func:`ast.parse` (never evaluated) and each leaf becomes
 ``(dotted.key, value, line of the key)``; a leaf that is not a literal (``inf``, an object repr) is skipped, a block
 that does not parse gives nothing. A flat one-line dict is not a config (TRL prints its per-step metrics so).
+
+An arguments object printed at start-up is config too: Hugging Face ``TrainingArguments.__str__`` (transformers
+src/transformers/training_args.py; TRL's GRPOConfig/PPOConfig and ms-swift's arguments inherit it) prints
+``f"{self.__class__.__name__}(\\n{''.join(f'{k}={v},\\n' for k, v in sorted(asdict(self).items()))})"``: a
+``GRPOConfig(`` line, one ``key=value,`` line per field (values by ``str``: unquoted strings, enum names, dicts) and a
+``)`` line (:func:`repr_blocks`). One-line reprs (``Namespace(lr=1e-06, ...)`` of argparse, a dataclass repr) are read
+by facts.py; :func:`settings_print_lines` names all these lines so the metric readers leave them alone.
 """
 from __future__ import annotations
 
@@ -46,21 +53,28 @@ def dict_blocks(lines: list[Line], skip: set[int] | frozenset[int] = frozenset()
         if ln.no in skip or not _START.match(ln.text):
             i += 1
             continue
-        block, depth, j, chars = [], 0, i, 0
-        while j < n and len(block) < MAX_BLOCK_LINES and chars < MAX_BLOCK_CHARS:
-            x = lines[j]
-            j += 1
-            if x.source != ln.source:
-                continue  # another process's line interleaved in the print
-            block.append(x)
-            chars += len(x.text)
-            depth = _depth(x.text, depth)
-            if depth <= 0:
-                break
-        if depth == 0:
+        block, j = _dict_block_at(lines, i)
+        if block:
             out.append(block)
         i = j if j > i else i + 1
     return out
+
+
+def _dict_block_at(lines: list[Line], i: int) -> tuple[list[Line] | None, int]:
+    """(the dict block starting at ``lines[i]`` or None when it does not close, the index after its last line)."""
+    ln = lines[i]
+    block, depth, j, chars, n = [], 0, i, 0, len(lines)
+    while j < n and len(block) < MAX_BLOCK_LINES and chars < MAX_BLOCK_CHARS:
+        x = lines[j]
+        j += 1
+        if x.source != ln.source:
+            continue  # another process's line interleaved in the print
+        block.append(x)
+        chars += len(x.text)
+        depth = _depth(x.text, depth)
+        if depth <= 0:
+            break
+    return (block if depth == 0 else None), j
 
 
 def _leaves(node: ast.AST, prefix: str, out: list[tuple[str, Any, int]]) -> None:
@@ -101,3 +115,90 @@ def block_settings(block: list[Line]) -> list[tuple[str, Any, int]]:
     except RecursionError:
         return []
     return [(k, v, block[no - 1].no) for k, v, no in flat if 0 < no <= len(block)]
+
+
+_REPR_START = re.compile(r"^\s*([A-Z]\w*)\($")
+_REPR_FIELD = re.compile(r"^\s*([A-Za-z_]\w*)=(.*?),?\s*$")
+ONE_LINE_REPR = re.compile(r"^\s*(?:[A-Z]\w*(?:Config|Arguments|Args)|Namespace)\(\w+=.*\)\s*$")
+MAX_REPR_LINES = 2_000
+
+
+def repr_blocks(lines: list[Line], skip: set[int] | frozenset[int] = frozenset()) -> list[list[Line]]:
+    """The multi-line arguments prints of ``lines`` (``GRPOConfig(`` ... ``)``, see the module text), each the block's
+    own lines; a block needs two ``key=value,`` lines and its ``)`` within MAX_REPR_LINES lines of its process."""
+    out: list[list[Line]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        ln = lines[i]
+        if ln.no in skip or not _REPR_START.match(ln.text):
+            i += 1
+            continue
+        block, fields, j, closed = [ln], 0, i + 1, False
+        while j < n and len(block) < MAX_REPR_LINES:
+            x = lines[j]
+            j += 1
+            if x.source != ln.source:
+                continue
+            block.append(x)
+            if x.text.strip() == ")":
+                closed = True
+                break
+            fields += _REPR_FIELD.match(x.text) is not None
+        if closed and fields >= 2:
+            out.append(block)
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def repr_settings(block: list[Line]) -> list[tuple[str, Any, int]]:
+    """(key, value, input line) of each ``key=value,`` line of one arguments print: a dict or list value read as a
+    literal (never evaluated), anything else as the scalar it prints (facts.parse_scalar does that for the caller:
+    the value is returned as its text, stripped)."""
+    out: list[tuple[str, Any, int]] = []
+    for x in block[1:-1]:
+        m = _REPR_FIELD.match(x.text)
+        if not m:
+            continue  # a value printed over several lines (a template string): not a setting the rules name
+        raw = m.group(2).strip()
+        val: Any = raw
+        if raw[:1] in "{[(":
+            try:
+                val = ast.literal_eval(raw)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                val = raw
+            if isinstance(val, dict):
+                for k, v in val.items():
+                    if isinstance(v, (str, int, float, bool, type(None))):
+                        out.append((f"{m.group(1)}.{k}", v, x.no))
+                continue
+        out.append((m.group(1), val, x.no))
+    return out
+
+
+def settings_print_lines(lines: list[Line]) -> set[int]:
+    """Line numbers of configs printed into a log (a dict block of more than one line or with nested dicts, a
+    multi-line or one-line arguments repr): settings, never metric values. One pass over the lines' first
+    characters, then a scan of each candidate; a flat one-line dict (a metric print) is not one."""
+    out: set[int] = set()
+    reprs = False
+    i, n = 0, len(lines)
+    while i < n:
+        t = lines[i].text
+        head = t[:1] if t[:1] != " " else t.lstrip()[:1]
+        if head == "{" and _START.match(t) and ("': {" in t or not t.rstrip().endswith("}")):
+            block, j = _dict_block_at(lines, i)
+            if block:
+                out.update(x.no for x in block)
+                i = j
+                continue
+        elif head.isupper() and "(" in t:
+            if ONE_LINE_REPR.match(t):
+                out.add(lines[i].no)
+            reprs = reprs or _REPR_START.match(t) is not None
+        i += 1
+    if reprs:
+        for block in repr_blocks(lines):
+            out.update(x.no for x in block)
+    return out
