@@ -44,6 +44,9 @@ SYNONYMS = {"rewards": "reward", "gradient": "grad", "gradients": "grad", "grads
             "oom": "memory", "hangs": "hang", "hanging": "hang", "streams": "stream", "clip": "clipping",
             "clipped": "clipping", "lengths": "length", "responses": "response", "rewarded": "reward"}
 
+#: Synonym spellings that stay terms of their own as well (an abbreviation rules use as a word).
+_KEEP_SPELLING = {"oom"}
+
 #: Spellings of framework names in questions -> the names rules use in applies_to.frameworks.
 FRAMEWORK_WORDS = {"verl": {"verl"}, "slime": {"slime"}, "relax": {"relax"}, "openrlhf": {"openrlhf"},
                    "trl": {"trl"}, "deepspeed": {"deepspeed", "megatron-deepspeed"},
@@ -99,6 +102,8 @@ def query_terms(text: str, implied: tuple[str, ...] = ()) -> set[str]:
     out: set[str] = set()
     for w in words(text) | set(implied):
         out.add(_norm(w))
+        if w in _KEEP_SPELLING:  # ``oom`` is also itself: a rule that says OOM matches it better than 'memory'
+            out.add(w)
         out |= {_norm(p) for p in _SPLIT.split(w) if len(p) >= 2 and p not in STOP}
     for cid in metric_terms(text)[0]:
         out.add(cid)
@@ -208,13 +213,16 @@ def _weak_parts(compounds: dict[str, set[str]], r: Rule) -> set[str]:
             if not re.search(r"[\s_-]?".join(re.escape(x) for x in c.split("-")), text) for p in parts}
 
 
-def rank_rules_for_query(text: str, rules: list[Rule], implied: tuple[str, ...] = ()) -> list[tuple[float, Rule]]:
-    """Score rules against free text (see the module docstring). Highest first; zero scores dropped."""
+def rank_rules_for_query(text: str, rules: list[Rule], implied: tuple[str, ...] = (),
+                         idf_rules: list[Rule] | None = None) -> list[tuple[float, Rule]]:
+    """Score rules against free text (see the module docstring). Highest first; zero scores dropped.
+    ``idf_rules``: the rules word rarity is counted over (default ``rules``; the whole rule base, so that a
+    family's own word, ``muon`` among the Muon rules, still weighs as a rare word)."""
     low = text.lower()
     q = query_terms(text, implied)
     m = _BEFORE.search(low)
     earlier = query_terms(m.group(1)) if m else set()
-    idf = _idf(rules)
+    idf = _idf(idf_rules if idf_rules is not None else rules)
     qpairs = _pairs(text)
     ids, raw, _ = metric_terms(text)
     named = framework_terms(text)

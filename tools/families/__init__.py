@@ -59,7 +59,7 @@ FAMILY_SPECS: dict[str, FamilySpec] = {s.name: s for s in (
                "GRPO debug playbook: the 7 bug pattern classes, symptom -> causes -> fix, fix reference per bug, "
                "per-GPU report.",
                "GRPO debug playbook: pattern classes, symptom map, fixes, GPU report",
-               "symptoms, fixes: a filter (symptom words, metric, rule id); only matches. playbook, gpu: unused." + _NO_TEXT),
+               "playbook, symptoms, fixes: a filter (symptom words, metric, rule id); only matches. gpu: unused." + _NO_TEXT),
     FamilySpec("nan_guide", get_args(NanGuideOp), "GRPO NaN guide",
                "NaN/Inf: check a config for NaN risks, diagnose symptom words or a log, avoidance advice, "
                "per-GPU NaN risks.",
@@ -85,6 +85,12 @@ FAMILY_SPECS: dict[str, FamilySpec] = {s.name: s for s in (
 )}
 
 OPERATIONS: dict[str, tuple[str, ...]] = {name: s.operations for name, s in FAMILY_SPECS.items()}
+#: The operations whose ``text`` is a filter over the rule base (words), not an input to analyse; ``diagnose``
+#: and ``avoid`` read a log or config as their input, words as a filter.
+FILTER_OPERATIONS: dict[str, tuple[str, ...]] = {
+    "playbook": ("playbook", "symptoms", "fixes"), "nan_guide": ("diagnose", "avoid"),
+    "muon_clipping": ("diagnose", "avoid"), "stream_safety": ("map", "compare"),
+    "knowledge_map": ("theory", "bug", "decision", "proof", "cross")}
 
 
 def family_function(family: str):
@@ -101,4 +107,9 @@ def run_family(family: str, operation: str, text: str | None = None, path: str |
     fn = family_function(family)
     if operation in SEED_OPERATION_ALIASES and not gpu:
         gpu = SEED_GPU
-    return fn(operation, text=text, path=path, gpu=gpu)
+    rep = fn(operation, text=text, path=path, gpu=gpu)
+    if text and not path and operation in FILTER_OPERATIONS.get(family, ()):
+        from grpo_debug.tools.families.filtering import bound_filtered
+
+        rep = bound_filtered(rep, text)  # a filtered answer: a few kB whatever the filter matched
+    return rep

@@ -23,9 +23,11 @@ def filter_rules(text: str, rules: list[Rule], implied: tuple[str, ...] = (), k:
     """(ranking, matched) of ``rules`` for the filter ``text``: the best ``k`` within ``rel`` of the top when
     the top scores at least MIN_MATCH (matched), else the three closest (not matched; may be empty).
     ``implied`` terms (a family's own symptom) order the ranking but never make a match on their own: the
-    text alone must reach MIN_MATCH."""
+    text alone must reach MIN_MATCH, its words' rarity counted over the whole rule base."""
+    from grpo_debug.skills.loader import default_rules
+
     ranked = rank_rules_for_query(text, rules, implied=implied)
-    alone = rank_rules_for_query(text, rules) if implied else ranked
+    alone = rank_rules_for_query(text, rules, idf_rules=list(default_rules()))
     if not ranked or not alone or alone[0][0] < MIN_MATCH:
         return (alone or ranked)[:3], False
     return best(ranked, k=k, rel=rel), True
@@ -74,3 +76,34 @@ def framework_first(ranked: list[tuple[float, Rule]], fws: set[str]) -> list[tup
     if not fws:
         return ranked
     return sorted(ranked, key=lambda x: not own_framework(x[1], fws))
+
+
+#: The size a filtered answer is cut to (its JSON, bytes): a few kB, whatever the filter matched.
+FILTERED_BYTES = 6000
+
+
+def _clip(v, n: int):
+    if isinstance(v, str):
+        return v if len(v) <= n else v[:n - 3].rstrip() + "..."
+    if isinstance(v, list):
+        return [_clip(x, n) for x in v]
+    if isinstance(v, dict):
+        return {k: _clip(x, n) for k, x in v.items()}
+    return v
+
+
+def bound_filtered(rep, text: str, budget: int = FILTERED_BYTES):
+    """``rep`` (a FamilyReport answering the filter ``text``) cut to ``budget`` bytes of JSON: long texts of
+    its items shortened, then items dropped from the end (one always stays); each cut said in ``notes``."""
+    size = lambda: len(rep.model_dump_json())  # noqa: E731
+    if size() <= budget:
+        return rep
+    for it in rep.items:
+        it.body, it.fields = _clip(it.body, 400), _clip(it.fields, 240)
+    rep.notes.append("long texts shortened: explain_rule ID gives a whole rule")
+    n = len(rep.items)
+    while len(rep.items) > 1 and size() > budget:
+        rep.items.pop()
+    if len(rep.items) < n:
+        rep.notes.append(f"{n - len(rep.items)} more entries match {text.strip()[:60]!r}: narrow the filter to see them")
+    return rep

@@ -18,7 +18,14 @@ def playbook(operation: str, text: str | None = None, path: str | None = None, g
         return gpu_report("playbook", gpu, rb)
     if op == "playbook":
         items = []
-        for pc in PATTERN_CLASSES:
+        classes = PATTERN_CLASSES
+        if text:  # the pattern classes whose rules the filter matches, the best first
+            ranked, matched = filter_rules(text, [r for pc in PATTERN_CLASSES for r in rb.by_pattern_class(pc)])
+            if not matched:
+                return FamilyReport(family="playbook", operation=op, rules=[r.id for _, r in ranked],
+                                    summary=no_match(text, "pattern class", [r.pattern_class for _, r in ranked]))
+            classes = tuple(dict.fromkeys(r.pattern_class for _, r in ranked))
+        for pc in classes:
             rs = rb.by_pattern_class(pc)
             if not rs:
                 continue
@@ -28,8 +35,9 @@ def playbook(operation: str, text: str | None = None, path: str | None = None, g
                                       "bugs": bugs, "fix": rs[0].fix.summary},
                               verification=min((best_status(r) for r in rs), key=lambda s: STATUS_ORDER[s])))
         return FamilyReport(family="playbook", operation=op, items=items, rules=[r for i in items for r in i.fields["rules"]],
-                            summary=f"{len(items)} pattern classes from the seed skill, each with its rules, frameworks, root cause "
-                                    "and the verification status of its bug numbers.")
+                            summary=f"{len(items)} pattern classes from the seed skill"
+                                    + (f" matching {text.strip()[:80]!r}" if text else "") + ", each with its rules, "
+                                    "frameworks, root cause and the verification status of its bug numbers.")
     if op == "symptoms":
         return _symptoms(text, rb)
     return _fixes(text, rb)
