@@ -143,6 +143,12 @@ class Match(_Strict):
         return out
 
 
+# the names a fix is written per framework under (patch_by_framework, summary_by_framework): the rules' names for
+# the trainers and libraries whose keys a fix names (tools/run/versions.canonical spellings)
+FIX_FRAMEWORKS: tuple[str, ...] = ("verl", "slime", "relax", "openrlhf", "trl", "hf-trainer", "deepspeed", "megatron",
+                                   "vllm", "sglang", "skyrl", "areal", "nemo-rl", "roll", "prime-rl")
+
+
 class Fix(_Strict):
     summary: str = Field(min_length=10, description="The change, naming the exact option/key/flag.")
     steps: list[str] = Field(default_factory=list)
@@ -154,8 +160,25 @@ class Fix(_Strict):
     patch_by_framework: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "framework -> the patch for files of that framework (its own keys, flags and module paths), replacing "
         "`patch` there; when given, files of frameworks not listed get no edit."))
+    summary_by_framework: dict[str, str] = Field(default_factory=dict, description=(
+        "framework -> the fix as that framework's user writes it (its own keys and flags only; framework-neutral "
+        "steps included), shown instead of `summary` when the input is of that framework (tools/engine/"
+        "version_gate.fix_summary); other frameworks and an unknown one get `summary`. Names as in "
+        "patch_by_framework (FIX_FRAMEWORKS)."))
     safety: Literal["safe", "review"] = "safe"
     safety_note: str = ""
+
+    @model_validator(mode="after")
+    def _framework_names(self) -> "Fix":
+        for field, names in (("patch_by_framework", self.patch_by_framework),
+                             ("summary_by_framework", self.summary_by_framework)):
+            bad = sorted(set(names) - set(FIX_FRAMEWORKS))
+            if bad:
+                raise ValueError(f"fix.{field}: unknown framework(s) {bad}; use one of {', '.join(FIX_FRAMEWORKS)}")
+        for fw, text in self.summary_by_framework.items():
+            if len(text.strip()) < 10:
+                raise ValueError(f"fix.summary_by_framework.{fw}: a fix of at least 10 characters")
+        return self
 
 
 _RELEASE = re.compile(r"^(\d+(?:\.\d+)*)(?:\.?(a|b|rc|dev|post)(\d*))?$")

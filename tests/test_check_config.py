@@ -161,9 +161,9 @@ def test_quoted_list_override_is_a_list():
 
 @pytest.mark.parametrize("name,framework", [
     ("verl_grpo_run_ok.sh", "verl"), ("verl_ppo_trainer_ok.yaml", "verl"),
-    ("slime_run_qwen3_4b_ok.sh", "slime/relax"), ("megatron_pretrain_ok.sh", "megatron-lm"),
+    ("slime_run_qwen3_4b_ok.sh", "slime"), ("megatron_pretrain_ok.sh", "megatron"),
     ("ds_zero2_ok.json", "deepspeed"), ("ds_zero3_ok.json", "deepspeed"), ("accelerate_zero3_ok.yaml", "deepspeed"),
-    ("trl_grpo_recipe_ok.yaml", "trl/hf"), ("openrlhf_ppo_ray_ok.sh", "openrlhf"),
+    ("trl_grpo_recipe_ok.yaml", "trl"), ("openrlhf_ppo_ray_ok.sh", "openrlhf"),
     ("deepspeed_hf_launch_ok.sh", "deepspeed"),
 ])
 def test_framework_detected(name, framework):

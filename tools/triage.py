@@ -13,8 +13,9 @@ from pathlib import Path
 import yaml
 
 from grpo_debug.skills.loader import RuleBase, default_rules
-from grpo_debug.tools.engine.facts import detect_frameworks, extract_facts
-from grpo_debug.tools.engine.edits import already_set, edits_for_patch, removes_safeguard, rule_patch
+from grpo_debug.tools.engine.facts import extract_facts
+from grpo_debug.tools.engine.edits import (already_set, clipping_on, edits_for_patch, input_frameworks, removes_safeguard,
+                                           rule_patch)
 from grpo_debug.tools.engine.events import extract_events
 from grpo_debug.tools.engine.layout import is_layout
 from grpo_debug.tools.engine.match import Context, RuleHit, evaluate
@@ -23,6 +24,7 @@ from grpo_debug.tools.engine.normalize import MAX_LINE_CHARS, Line, normalize, n
 from grpo_debug.tools.engine.onset import finding_onset
 from grpo_debug.tools.engine.ranking import direct_evidence, is_risk, observed, rank
 from grpo_debug.tools.engine.verdict import verdict as judge
+from grpo_debug.tools.engine.version_gate import fix_frameworks, fix_summary
 from grpo_debug.tools.errors import InputError  # noqa: F401  (re-exported: grpo_debug.tools.triage.InputError)
 from grpo_debug.tools.inputs import STREAM_THRESHOLD, is_compressed, looks_like_document, read_input, refuse_binary
 from grpo_debug.tools.models import Cause, Coverage, Evidence, Finding, SeriesSummary, Setting, TriageResult
@@ -179,6 +181,7 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
     findings = []
     stated: set[int] = set()
     settings_lines = config_lines(ctx)
+    fws, in_fws = fix_frameworks(ctx), input_frameworks(ctx.facts, lines)  # once per input, not per rule
     for symptom, hs in by_symptom.items():
         hs.sort(key=lambda h: -h.score)
         top = hs[0]
@@ -188,9 +191,8 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
                 if n not in nos:
                     nos.append(n)
         causes = [Cause(rule_id=h.rule.id, title=h.rule.title, confidence=h.confidence or h.rule.confidence,
-                        why=h.rule.why,
-                        fix=h.rule.fix.summary, verified=h.rule.verified, matched=[r.note for r in h.results][:4])
-                  for h in hs[:4]]
+                        why=h.rule.why, fix=fix_summary(h.rule.fix, fws), verified=h.rule.verified,
+                        matched=[r.note for r in h.results][:4]) for h in hs[:4]]
         focus = [f for h in hs for r in h.results for f in r.focus]
         direct = direct_evidence(symptom, (r for h in hs for r in h.results))  # the input states the symptom
         confidence = "high" if direct else (top.confidence or top.rule.confidence)
@@ -208,15 +210,16 @@ def _group(hits: list[RuleHit], ctx: Context, lines: list[Line]) -> list[tuple[F
             if h is not top and h.rule.fix.safety == "review":
                 continue  # a change its own rule says to review is never slipped into another cause's edits
             computed = {k: v for r in h.results for k, v in r.patch.items()}  # a check's values for this input
-            for k, v in rule_patch(h.rule.fix, h.rule.applies_to.frameworks, computed, ctx.facts, lines).items():
+            for k, v in rule_patch(h.rule.fix, h.rule.applies_to.frameworks, computed, ctx.facts, lines, in_fws).items():
                 if not (removes_safeguard(k, v) and not observed(h.results, settings_lines)):
                     patch.setdefault(k, v)  # a safeguard is turned off only for a symptom this rule observed
-        settings = _settings(" ".join([top.rule.fix.summary, *top.rule.fix.steps]), top.rule.fix.patch, ctx)
+        text = fix_summary(top.rule.fix, fws)  # the fix as this input's framework writes it (engine/version_gate.py)
+        settings = _settings(" ".join([text, *top.rule.fix.steps]), top.rule.fix.patch, ctx)
         findings.append(Finding(
             symptom=symptom, title=top.rule.title + (f" (an isolated spike at step {onset.step} that recovered)"
                                                      if recovered and onset else ""), confidence=confidence, onset=onset,
             evidence=_evidence(lines, sorted(set(nos[:MAX_EVIDENCE]) | ({key} if key else set())), focus),
-            causes=causes, fix=top.rule.fix.summary + _already(top.rule.fix, ctx, lines) + _sets(settings, patch),
+            causes=causes, fix=_fix_text(text, top.rule.fix, ctx, lines, in_fws, settings, patch),
             patch=patch or None, edits=edits_for_patch(patch, ctx.facts, lines), settings=settings,
             next_checks=nxt[:5], sharpen=_sharpen(top.rule.sharpen, ctx), score=round(score, 2), risk=risk))
         keyed.append((findings[-1], key))
@@ -256,10 +259,23 @@ def _sets(settings: list[Setting], patch: dict | None) -> str:
     return " This input sets: " + "; ".join(f"{s.key} = {s.value!r} (line {s.line})" for s in settings[:4]) + "."
 
 
-def _already(fix, ctx: Context, lines) -> str:
-    """' Already so in this input: ...' when the input already has what the fix asks (engine/edits.py)."""
-    done = already_set(fix, ctx.facts, lines)
-    return f" Already so in this input: {'; '.join(done)}." if done else ""
+_CLIP_WORDS = re.compile(r"clip(?:ping|_grad|-grad)|grad_clip|gradient_clipping|max_grad_norm|max_norm", re.I)
+
+
+def _fix_text(text: str, fix, ctx: Context, lines, frameworks: set[str], settings: list[Setting], patch: dict) -> str:
+    """The finding's fix: ``text`` (the rule's fix for this input's framework) with what the input already has said
+    first, not asked again: every setting of the patch already so ('Already so in this input: clip_grad = 1.0
+    (line 12): ...'), or, for a fix that names gradient clipping, clipping already on ('Gradient clipping is already
+    on at 1.0 (key, line N).'); then the values a checklist fix's keys have in the input (:func:`_sets`)."""
+    done = already_set(fix, ctx.facts, lines, frameworks)
+    lead = ""
+    clip = clipping_on(ctx.facts) if _CLIP_WORDS.search(text) else None
+    if clip is not None and not any(d.startswith(clip.key + " ") for d in done):
+        lead = f"Gradient clipping is already on at {clip.value} ({clip.key}, line {clip.line}). "
+    if done:
+        lead += f"Already so in this input: {'; '.join(done)}. "
+        settings = [s for s in settings if not any(d.startswith(s.key + " ") for d in done)]
+    return lead + text + _sets(settings, patch)
 
 
 def _clip_words(text: str, n: int) -> str:
@@ -364,7 +380,7 @@ def _result(ctx: Context, lines: list[Line], *, label: str, skipped: list[str], 
     cov = Coverage(
         input=label, bytes_read=bytes_read, lines_read=lines_read,
         formats=sorted(ctx.metrics.formats | ctx.facts.formats | ({"python-traceback"} if ctx.events_of("traceback") else set())
-                       | {f"framework:{fw}" for fw in detect_frameworks(ctx.facts)}),
+                       | {f"framework:{h.name}" for h in ctx.run.frameworks if h.score >= 2}),
         metric_lines=len(ctx.metrics.lines), event_lines=len({n for e in ctx.events for n in e.lines}),
         config_facts=len(ctx.facts), lines_not_understood=n_not,
         not_understood_sample=_evidence(lines, [ln.no for ln in not_understood[:5]]), skipped=skipped,

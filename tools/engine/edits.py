@@ -21,27 +21,46 @@ import json
 import re
 from typing import Any
 
-from grpo_debug.tools.engine.facts import Fact, FactSet, detect_frameworks
+from grpo_debug.tools.engine.facts import Fact, FactSet
 from grpo_debug.tools.engine.normalize import Line
 from grpo_debug.tools.engine.placement import add_key, yaml_scalar
 from grpo_debug.tools.models import Edit
 from grpo_debug.tools.redact import holds_secret
 
-# detect_frameworks' names -> the names rules use in applies_to / patch_by_framework
-_FRAMEWORK_NAMES = {"verl": {"verl"}, "deepspeed": {"deepspeed"}, "slime/relax": {"slime", "relax"},
-                    "megatron-lm": {"megatron", "megatron-lm"}, "trl/hf": {"trl", "hf-trainer"},
-                    "openrlhf": {"openrlhf"}}
+# tools/run/frameworks.detect's names -> the names rules use in applies_to / patch_by_framework
+_FRAMEWORK_NAMES = {"slime": {"slime", "relax"}, "megatron": {"megatron", "megatron-lm"}, "trl": {"trl", "hf-trainer"},
+                    "nemo_rl": {"nemo-rl"}, "prime_rl": {"prime-rl"}}
 # top-level Python packages of frameworks: a module path value starting with one belongs to that framework
 _PACKAGES = {"relax": "relax", "slime": "slime", "verl": "verl", "trl": "trl", "openrlhf": "openrlhf",
              "deepspeed": "deepspeed", "megatron": "megatron"}
 
 
+class _KeysOnly:
+    """A FactSet's settings without its ``versions.*`` rows (a pip line does not make a file a TRL file)."""
+
+    def __init__(self, fs: FactSet):
+        self.facts = [f for f in fs.facts if not f.key.lower().startswith("versions.")]
+
+
+def config_frameworks(fs: FactSet) -> set[str]:
+    """The frameworks whose config keys the input writes (tools/run/frameworks.detect over the settings alone, its
+    markers sourced in skills/aliases.yaml), in the rules' names: those with two keys or more, or the only one."""
+    from grpo_debug.tools.run.frameworks import detect
+
+    hits = detect((), _KeysOnly(fs))
+    out: set[str] = set()
+    for h in hits:
+        if h.score >= 2 or len(hits) == 1:
+            out |= _FRAMEWORK_NAMES.get(h.name, {h.name})
+    return out
+
+
 def input_frameworks(fs: FactSet, lines: list[Line] | dict[int, Line]) -> set[str]:
     """The frameworks the input is written for, in the rules' names. slime and Relax share their flags;
-    the entry point (``relax/entrypoints``, ``-m relax``, ``slime/``, ``train.py`` of slime) tells them apart."""
-    out: set[str] = set()
-    for fw in detect_frameworks(fs):
-        out |= _FRAMEWORK_NAMES.get(fw, {fw})
+    the entry point (``relax/entrypoints``, ``-m relax``, ``slime/``, ``train.py`` of slime) tells them apart.
+    Costs a pass over the settings and the text: a caller with many rules computes it once and passes it on
+    (``frameworks=`` of :func:`rule_patch` and :func:`already_set`)."""
+    out = config_frameworks(fs)
     if "deepspeed" in out and not any(f.origin in ("json", "yaml") and _is_deepspeed_key(f.key) for f in fs.facts):
         out.discard("deepspeed")  # a launcher's --zero_stage is not a DeepSpeed config file
     for eng in ("vllm", "sglang"):  # the rollout engine a trainer drives counts too (TRL use_vllm, vllm_num_engines)
@@ -86,11 +105,12 @@ def _foreign_module(v: Any, frameworks: set[str]) -> bool:
 
 
 def rule_patch(fix, rule_frameworks: list[str], computed: dict[str, Any], fs: FactSet,
-               lines: list[Line] | dict[int, Line]) -> dict[str, Any]:
+               lines: list[Line] | dict[int, Line], frameworks: set[str] | None = None) -> dict[str, Any]:
     """The changes one rule asks of this input: the values its checks computed for the input (they win),
     else its ``patch_by_framework`` entry for the input's framework (or ``patch``), kept to what fits the
-    input (see the module doc) and moved only the way ``fix.bounds`` allow."""
-    fws = input_frameworks(fs, lines)
+    input (see the module doc) and moved only the way ``fix.bounds`` allow. ``frameworks``: the input's
+    (:func:`input_frameworks`), when the caller has them."""
+    fws = input_frameworks(fs, lines) if frameworks is None else frameworks
     by_fw = getattr(fix, "patch_by_framework", None) or {}
     if by_fw:
         picked = [fw for fw in by_fw if fw in fws]
@@ -132,10 +152,26 @@ def removes_safeguard(key: str, new: Any) -> bool:
     return new is None or new is False or _number(new) == 0 or str(new).strip().lower() in ("0", "0.0", "off", "false", "none")
 
 
-def already_set(fix, fs: FactSet, lines: list[Line] | dict[int, Line]) -> list[str]:
+# the clipping settings of each trainer (verl actor ...optim.clip_grad / grad_clip, Megatron and slime --clip-grad,
+# DeepSpeed gradient_clipping, TRL/HF max_grad_norm, OpenRLHF --max_norm / --actor.max_norm)
+_CLIP_KEYS = re.compile(r"(?:^|[._-])(?:grad_clip|clip_grad|gradient_clipping|max_grad_norm|max_norm)$", re.I)
+
+
+def clipping_on(fs: FactSet) -> Fact | None:
+    """The input's gradient clipping setting when it is on (a positive number), else None: the actor's when the input
+    sets several (a critic's clip_grad says nothing of the actor), the one a file or launch line sets before a value
+    a log prints back."""
+    on = [f for f in fs.facts if _CLIP_KEYS.search(f.key.replace("-", "_")) and "critic" not in f.key.lower()
+          and (_number(f.value) or 0) > 0]
+    if not on:
+        return None
+    return min(on, key=lambda f: ("actor" not in f.key.lower(), f.origin == "printed", f.line))
+
+
+def already_set(fix, fs: FactSet, lines: list[Line] | dict[int, Line], frameworks: set[str] | None = None) -> list[str]:
     """The settings a rule's fix asks for that the input already has ('key = value (line N)'), counting a
     value on the safe side of its bound; the answer then says so instead of asking for them again."""
-    fws = input_frameworks(fs, lines)
+    fws = input_frameworks(fs, lines) if frameworks is None else frameworks
     by_fw = getattr(fix, "patch_by_framework", None) or {}
     base = next((p for fw, p in by_fw.items() if fw in fws), {}) if by_fw else (fix.patch or {})
     out = []

@@ -207,3 +207,43 @@ def annotate(findings, hits, ctx) -> None:
             if i == 0:
                 f.fix = speak(f.fix, h.rule, ctx.versions, ctx.shown)
                 f.sharpen = list(dict.fromkeys(h.version_sharpen + f.sharpen))[:6]
+
+
+# ------------------------------------------------------------------------------------------- the fix for this run
+
+# tools/run/frameworks.detect's names -> the rules' names (skills/schema.FIX_FRAMEWORKS); a fix written for the
+# framework a derivative reads the flags of serves it too (Relax reads slime's, the HF Trainer is TRL's base)
+_RULE_NAME = {"nemo_rl": "nemo-rl", "prime_rl": "prime-rl", "hf_trainer": "trl"}
+_KIN = {"relax": "slime", "hf-trainer": "trl"}
+MIN_EVIDENCE = 2  # a framework's score (tools/run/frameworks.py) before a fix is written for it: one stray key is not
+
+
+def fix_frameworks(ctx) -> list[str]:
+    """The input's frameworks a fix may be written for, in the rules' names: trainers first, then libraries, each
+    most evident first (``ctx.run.frameworks``, the one detector); computed once per Context."""
+    cached = getattr(ctx, "_fix_frameworks", None)
+    if cached is not None:
+        return cached
+    hits = [h for h in ctx.run.frameworks if h.score >= MIN_EVIDENCE]
+    names = [_RULE_NAME.get(h.name, h.name) for h in hits]
+    out = [n for n in names if canonical(n) in TRAINERS] + [n for n in names if canonical(n) not in TRAINERS]
+    ctx._fix_frameworks = list(dict.fromkeys(out))
+    return ctx._fix_frameworks
+
+
+def fix_summary(fix, frameworks: list[str]) -> str:
+    """The fix as this input's user writes it: ``fix.summary_by_framework`` of the first of ``frameworks`` (most
+    evident first, see :func:`fix_frameworks`) that has one (a Relax input takes slime's), else the generic
+    ``fix.summary`` (unknown framework, or one the rule has no text for)."""
+    by = getattr(fix, "summary_by_framework", None) or {}
+    for fw in frameworks:
+        text = by.get(fw) or by.get(_KIN.get(fw, ""))
+        if text:
+            return text
+    return fix.summary
+
+
+def fix_framework(fix, frameworks: list[str]) -> str | None:
+    """The framework whose text :func:`fix_summary` picks, or None for the generic summary."""
+    by = getattr(fix, "summary_by_framework", None) or {}
+    return next((fw if fw in by else _KIN[fw] for fw in frameworks if fw in by or _KIN.get(fw) in by), None)

@@ -6,7 +6,10 @@ Evidence, each weighted (a version print is decisive, one stray word is not):
 - module paths and entry points in lines (``verl.trainer.main_ppo``, ``site-packages/trl/``,
   ``from openrlhf``, ``python -m areal``, ``deepspeed --module openrlhf.cli.train_ppo_ray``, tracebacks'
   ``File ".../slime/..."``): weight 2 per distinct line (at most 3 lines counted);
-- config keys of a framework (``tools/engine/facts.FRAMEWORK_MARKERS``): weight 1 each, at most 3;
+- the sourced markers of ``skills/aliases.yaml`` ``framework_markers`` (:func:`markers`): a config key, key prefix
+  (``actor_rollout_ref.``) or ``--flag`` weight 1 each, at most 3; a text marker (a class name such as
+  ``GRPOTrainer``, a module path, a log phrase) found in the first :data:`TEXT_MARKER_LINES` lines: weight 1;
+- config keys of frameworks the alias table does not cover yet (:data:`_KEY_MARKERS`): weight 2 each;
 - the console metric format the metrics reader recognised (``verl`` step lines, slime dicts, Megatron
   iteration lines, HF Trainer dicts, DeepSpeed overflow lines): weight 2.
 
@@ -15,6 +18,9 @@ The regexes are plain alternations of literal names between word boundaries (lin
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import islice
 
 from grpo_debug.tools.run.model import FrameworkHit
 
@@ -32,8 +38,6 @@ _PIP_NAMES = {"verl": "verl", "slime": "slime", "openrlhf": "openrlhf", "trl": "
 _CODE_MENTION = re.compile(r"(?:[/\\](?:site-packages[/\\])?|\bimport |\bfrom |-m |--module )("
                            + "|".join(_PACKAGES.values()) + r")(?=[./\\\s]|$)")
 _NAME_OF = [(re.compile(f"^(?:{v})$"), k) for k, v in _PACKAGES.items()]
-_MARKER_NAMES = {"verl": "verl", "deepspeed": "deepspeed", "slime/relax": "slime", "megatron-lm": "megatron",
-                 "trl/hf": "trl", "openrlhf": "openrlhf"}
 _FORMAT_NAMES = {"verl": "verl", "slime": "slime", "openrlhf": "openrlhf", "openrlhf_tqdm": "openrlhf",
                  "megatron": "megatron", "hf_trainer": "trl", "deepspeed": "deepspeed", "verl_jsonl": "verl",
                  "skyrl": "skyrl", "areal": "areal", "nemo_rl": "nemo_rl", "roll": "roll", "prime_rl": "prime_rl",
@@ -68,8 +72,8 @@ def _code_mentions(lines, hits: dict[str, FrameworkHit]) -> None:
             h.score += 4 if launched else 2
 
 
-# config keys only one framework writes (first dotted parts / top-level names of its YAML or overrides), read
-# beside engine/facts.FRAMEWORK_MARKERS: NeMo-RL examples/configs/grpo_math_1B.yaml (grpo:, policy:, loss_fn:),
+# config keys only one framework writes (first dotted parts / top-level names of its YAML or overrides), beside the
+# alias table's markers: NeMo-RL examples/configs/grpo_math_1B.yaml (grpo:, policy:, loss_fn:),
 # ROLL examples/*/rlvr_config.yaml (actor_train:, actor_infer:, num_return_sequences_in_group), SkyRL
 # trainer.placement.* / generator.* overrides, AReaL examples/math/gsm8k_grpo.yaml (gconfig:, actor:, stats_logger:)
 _KEY_MARKERS: dict[str, re.Pattern[str]] = {
@@ -79,24 +83,93 @@ _KEY_MARKERS: dict[str, re.Pattern[str]] = {
     "skyrl": re.compile(r"^(?:trainer\.placement\.|generator\.(?:inference_engine_tensor_parallel_size|n_samples_per_prompt))"),
     "areal": re.compile(r"^(?:gconfig\.|stats_logger\.|actor\.path$|recover\.mode$)"),
 }
+# the alias table's framework names -> this module's (the HF Trainer is TRL's base)
+_ALIAS_NAMES = {"hf_trainer": "trl"}
+_KEY_LIKE = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*\.?$")
+TEXT_MARKER_LINES = 5000  # launch lines, config prints and tracebacks' imports come first; a log's tail is metrics
+
+
+@dataclass(frozen=True)
+class Markers:
+    """The alias table's markers compiled: ``keys`` (framework, exact key or prefix, is_prefix); ``text``: one regex
+    of the literal text markers, group name = framework."""
+
+    keys: tuple[tuple[str, str, bool], ...]
+    text: re.Pattern[str] | None
+
+
+@lru_cache(maxsize=1)
+def markers() -> Markers:
+    """``skills/aliases.yaml`` ``framework_markers`` (verified ones only) compiled once. A pattern is a config key
+    when it is a lower-case key (``zero_optimization``: the key or a section under it; ``actor_rollout_ref.``: a
+    prefix) or a ``--flag`` (its fact key: dashes as underscores, ``--vllm.num_engines`` as written); it is a text
+    marker (searched as a literal) when it has a space, an upper-case letter or ``.py``, or is a dotted module path
+    of its own package (``verl.trainer.main_ppo``)."""
+    from grpo_debug.skills.aliases import load_aliases
+
+    keys: list[tuple[str, str, bool]] = []
+    text: dict[str, list[str]] = {}
+    for fw, ms in load_aliases().framework_markers.items():
+        name = _ALIAS_NAMES.get(fw, fw)
+        for m in ms:
+            if m.status != "verified":
+                continue
+            pat = m.pattern
+            if pat.startswith("--"):
+                key = pat[2:] if "." in pat else pat[2:].replace("-", "_")
+                keys.append((name, key, False))
+                continue
+            module = "." in pat.rstrip(".") and pat.split(".", 1)[0] in (_PACKAGES.get(name, name), name)
+            if _KEY_LIKE.match(pat) and not module and not pat.endswith(".py"):
+                keys.append((name, pat.rstrip("."), pat.endswith(".")))
+            else:
+                text.setdefault(name, []).append(re.escape(pat))
+    rx = "|".join(f"(?P<{n}>{'|'.join(ps)})" for n, ps in text.items())
+    return Markers(tuple(keys), re.compile(rx) if rx else None)
+
+
+def _key_marker(key: str, marker: str, prefix: bool) -> bool:
+    k = key.lower()
+    return k.startswith(marker + ".") if prefix else (k == marker or k.startswith(marker + "."))
 
 
 def _config_markers(facts, hits: dict[str, FrameworkHit]) -> None:
-    """Config keys of one framework: 1 point each for engine/facts.FRAMEWORK_MARKERS (some prefixes, such as verl's
+    """Config keys of one framework: 1 point each for the alias table's markers (some prefixes, such as verl's
     ``data.``, other frameworks write too), 2 for _KEY_MARKERS, at most 3 keys per framework."""
-    from grpo_debug.tools.engine.facts import FRAMEWORK_MARKERS
-
-    markers = [(_MARKER_NAMES.get(m), rx, 1) for m, rx in FRAMEWORK_MARKERS.items()]
-    markers += [(n, rx, 2) for n, rx in _KEY_MARKERS.items()]
+    table = markers()
     counted: dict[str, int] = {}
+
+    def count(name: str, f, weight: int) -> None:
+        counted[name] = counted.get(name, 0) + 1
+        h = _hit(hits, name)
+        h.lines.append(f.line)
+        h.evidence.append(f"config key {f.key} (line {f.line})")
+        h.score += weight
+
     for f in facts.facts:
-        for name, rx, weight in markers:
-            if name and counted.get(name, 0) < 3 and rx.search(f.key):
-                counted[name] = counted.get(name, 0) + 1
-                h = _hit(hits, name)
-                h.lines.append(f.line)
-                h.evidence.append(f"config key {f.key} (line {f.line})")
-                h.score += weight
+        for name, marker, prefix in table.keys:
+            if counted.get(name, 0) < 3 and _key_marker(f.key, marker, prefix):
+                count(name, f, 1)
+        for name, rx in _KEY_MARKERS.items():
+            if counted.get(name, 0) < 3 and rx.search(f.key):
+                count(name, f, 2)
+
+
+def _text_markers(lines, hits: dict[str, FrameworkHit]) -> None:
+    """The alias table's text markers in the first TEXT_MARKER_LINES lines: 1 point per framework, its first line."""
+    rx = markers().text
+    if rx is None:
+        return
+    found: set[str] = set()
+    for ln in islice(lines, TEXT_MARKER_LINES):
+        m = rx.search(ln.text) if len(ln.text) < 4000 else None
+        if m is None or m.lastgroup in found:
+            continue
+        found.add(m.lastgroup)
+        h = _hit(hits, m.lastgroup)
+        h.lines.append(ln.no)
+        h.evidence.append(f"line {ln.no} prints {m.group(0)!r}")
+        h.score += 1
 
 
 def detect(lines, facts=None, formats=()) -> list[FrameworkHit]:
@@ -118,6 +191,7 @@ def detect(lines, facts=None, formats=()) -> list[FrameworkHit]:
                 h.evidence.append(f"{f.key[9:]} {f.value} at line {f.line}")
                 h.score += 3
     _code_mentions(lines, hits)
+    _text_markers(lines, hits)
     if facts is not None:
         _config_markers(facts, hits)
     for fmt in sorted(formats):
