@@ -16,7 +16,14 @@ from grpo_debug.server.app import build_server
 from grpo_debug.server.watch_resource import MAX_PER_SESSION, PREFIX
 from tests.test_watch import HEADER, healthy_body, nan_tail
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm():
+    from grpo_debug.skills.loader import default_rules
+
+    default_rules()  # loaded once (a follower's first evaluation would load them)
 
 
 def _write(path, lines) -> None:
@@ -58,7 +65,7 @@ async def test_legacy_subscribe_is_told_of_the_nan_and_the_read_shows_its_onset(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             await c.subscribe_resource(uri)
-        await anyio.sleep(1.0)  # the follower reads the healthy history: no update for it
+        await anyio.sleep(0.5)  # the follower reads and evaluates the healthy history: no update for it
         assert got == []
         nan_line = len(body) + 1
         _write(log, nan_tail(61))
@@ -118,7 +125,7 @@ async def test_modern_listen_gets_the_update_on_its_stream(tmp_path):
     async with Client(server) as c:
         assert c.protocol_version == "2026-07-28"
         async with c.listen(resource_subscriptions=[uri]) as sub:
-            await anyio.sleep(1.0)
+            await anyio.sleep(0.5)
             _write(log, nan_tail(41))
             with anyio.fail_after(8.0):
                 async for event in sub:
