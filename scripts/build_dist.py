@@ -39,7 +39,7 @@ def build_wheel(out: Path) -> Path:
     """``pip wheel --no-deps`` of the repository into ``out``; returns the wheel's path.
     Raises RuntimeError with pip's last lines when it fails."""
     out.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out),
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(out),
                         str(ROOT)], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("pip wheel failed:\n" + (p.stdout + p.stderr)[-2000:])
