@@ -56,6 +56,7 @@ def test_server_json_follows_the_registry_schema_rules_and_pyproject():
     assert build_dist.server_json_problems() == []
 
 
+@pytest.mark.slow  # the wheel is built with pip's build isolation (~15 s)
 def test_wheel_holds_the_rules_and_skill_and_no_tests(dist):
     wheel, _ = dist
     names = zipfile.ZipFile(wheel).namelist()
@@ -67,6 +68,7 @@ def test_wheel_holds_the_rules_and_skill_and_no_tests(dist):
     assert core and not any(h in ln for ln in core for h in ("torch", "ray", "matplotlib"))
 
 
+@pytest.mark.slow
 def test_bundle_manifest_pyproject_and_entry(dist):
     wheel, bundle = dist
     z = zipfile.ZipFile(bundle)
