@@ -56,11 +56,10 @@ def _plot(inputs, guard, text, path, metrics) -> list[TextContent | ImageContent
 
 def _register_compare(server, inputs, guard, heavy, annotations) -> None:
     @server.tool(name="compare_runs", title="Compare two runs", annotations=annotations,
-                 description="Run A vs run B: config facts that differ, first step a metric diverges beyond "
-                             "noise, findings one run lacks.")
+                 description="Run A vs B (any lengths): broken run, levels, divergence, config.")
     async def compare_tool(
-        a: Annotated[OptStr, Field(description="A path (file, store, folder) or pasted text.")] = "",
-        b: Annotated[OptStr, Field(description="Run B likewise; omit when `a` is a paste of both.")] = "",
+        a: Annotated[OptStr, Field(description="Path or paste (may hold both runs).")] = "",
+        b: Annotated[OptStr, Field(description="Run B likewise.")] = "",
     ) -> CompareResult:
         return await heavy(inputs.pool, "compare_runs", _compare, inputs, guard, a, b)
 
@@ -76,9 +75,8 @@ def _side(inputs, value: str, arg: str) -> dict:
 
 
 def _compare(inputs, guard, a: str, b: str):
-    from grpo_debug.server.budget import MAX_ANSWER_BYTES
     from grpo_debug.tools.errors import InputError
-    from grpo_debug.tools.rundir.compare import bound_compare, compare_runs
+    from grpo_debug.tools.rundir.compare import COMPARE_BYTES, bound_compare, compare_runs
 
     with guard("compare_runs"):
         if not a:
@@ -87,6 +85,6 @@ def _compare(inputs, guard, a: str, b: str):
         if b:
             kw |= {f"b_{k}": v for k, v in _side(inputs, b, "b").items()}
         try:
-            return bound_compare(compare_runs(**kw), MAX_ANSWER_BYTES)  # redacted by compare_runs, then cut
+            return bound_compare(compare_runs(**kw), COMPARE_BYTES)  # redacted by compare_runs, then cut
         except InputError as e:
             raise ToolError(f"compare_runs: {e}") from None

@@ -23,10 +23,13 @@ A series diverges at the first point t0 from which d(t) > K (K = 4) holds for ``
 a row, or one run is non-finite where the other is finite for as many. The step-to-step noise is the median
 absolute change between consecutive points (scaled like a MAD to a normal sigma): how much each run moves on its
 own, so K x noise is "further apart than either run jitters", and the sustain rule keeps one noisy step from
-counting. The 1 % floor keeps a constant series (an lr) from making a tiny difference significant. With one or
-two common steps nothing is dated (the levels speak). The runs' first diverging point is the earliest.
+counting. The 1 % floor keeps a constant series (an lr) from making a tiny difference significant. The point
+reported is where the gap starts, fitted back from that detection (``onset_index``: the hinge / level-shift fit
+of engine/onset.py over B/A, or B - A), ``detected`` the detection when they differ: a gap that grows slowly is
+dated where it starts, not where it got past the noise (noise that the growing run's own steps inflate). With
+one or two common steps nothing is dated (the levels speak). The runs' first diverging point is the earliest.
 
-The answer is deterministic (no sampling, every list in a fixed order) and small: levels at most 8 rows,
+The answer is deterministic (no sampling, every list in a fixed order) and small: levels at most 6 rows,
 divergence the diverging series only (at most 10), config facts at most 20 (``bound_compare`` cuts further).
 """
 from __future__ import annotations
@@ -41,6 +44,7 @@ K = 4.0
 SUSTAIN = 3
 MAX_CONFIG = 20
 MAX_DIVERGE = 10
+COMPARE_BYTES = 6000  # the MCP answer's bound (bound_compare): a few kB, the summary and the rows that matter
 
 
 class CompareResult(BaseModel):
@@ -79,14 +83,20 @@ def _facts(run) -> dict[str, tuple[Any, str]]:
 
 
 def config_diff(ra, rb) -> list[dict[str, Any]]:
-    """Facts set differently (or in one run only), canonical names first."""
+    """Facts set differently (or in one run only): facts both runs set first, canonical names first; per-run
+    identifiers (experiment/run names, output folders, the seed, ranks, ports: ``runs_compare.IDENT``) last,
+    marked ``identifier`` (they differ between any two runs and explain nothing)."""
+    from grpo_debug.tools.rundir.runs_compare import IDENT
+
     fa, fb = _facts(ra), _facts(rb)
+    ident = {k for k in set(fa) | set(fb) if IDENT.search(k) or any(IDENT.search(f.get(k, (None, ""))[1] or "")
+                                                                    for f in (fa, fb))}
     rows = []
-    for k in sorted(set(fa) | set(fb), key=lambda k: (k not in fa or k not in fb, "." in k, k)):
+    for k in sorted(set(fa) | set(fb), key=lambda k: (k in ident, k not in fa or k not in fb, "." in k, k)):
         va, vb = fa.get(k, (None, ""))[0], fb.get(k, (None, ""))[0]
         if k in fa and k in fb and str(va) == str(vb):
             continue
-        rows.append({"key": k, "a": va, "b": vb})
+        rows.append({"key": k, "a": va, "b": vb} | ({"identifier": True} if k in ident else {}))
     return rows[:MAX_CONFIG]
 
 
@@ -113,9 +123,31 @@ def first_far(pts: list[tuple[float, float, float]], k: float = K, sustain: int 
             far = math.isfinite(x) != math.isfinite(y)
         run = run + 1 if far else 0
         if run >= sustain:
-            t0, x0, y0 = pts[i - sustain + 1]
-            return {"step": t0, "a": _num(x0), "b": _num(y0), "noise": float(f"{noise:.4g}")}
+            det = i - sustain + 1
+            start = onset_index(pts, det)
+            t0, x0, y0 = pts[start]
+            out = {"step": t0, "a": _num(x0), "b": _num(y0), "noise": float(f"{noise:.4g}")}
+            if start < det:
+                out["detected"] = pts[det][0]
+            return out
     return None
+
+
+def onset_index(pts: list[tuple[float, float, float]], det: int) -> int:
+    """Where the gap between the runs starts, at or before the detection index ``det``: ``engine.onset.locate``
+    (a hinge / level-shift fit back from ``det`` against the gap's own baseline) over B/A when every value is
+    positive (a multiplicative gap, fitted in log space too), else over B - A. ``det`` when there is too
+    little before it to fit."""
+    from types import SimpleNamespace
+
+    from grpo_debug.tools.engine.onset import locate
+
+    ratio = all(math.isfinite(v) and v > 0 for p in pts for v in p[1:])
+    gap = [SimpleNamespace(step=t, value=(y / x) if ratio else (y - x)) for t, x, y in pts]
+    try:
+        return min(det, locate(gap, det).index)
+    except (ValueError, ZeroDivisionError):
+        return det
 
 
 def diverge(sa, sb, k: float = K, sustain: int = SUSTAIN) -> dict[str, Any] | None:
@@ -233,7 +265,7 @@ def _clip_all(x: Any, n: int, items: int) -> tuple[Any, bool]:
 
 def bound_compare(res: CompareResult, max_bytes: int, max_chars: int = 300, max_items: int = 30) -> CompareResult:
     """``res`` cut to an answer of at most ``max_bytes`` of JSON: strings to ``max_chars``, lists to
-    ``max_items``, then divergence rows, config rows and findings from the end until it fits; ``truncated`` and
+    ``max_items``, then divergence rows, runs, config rows, findings and level rows from the end until it fits; ``truncated`` and
     the summary's end say so. The summary itself is kept (clipped to 4 x max_chars)."""
     data = res.model_dump(mode="json")
     summary = data.pop("summary")
@@ -241,7 +273,7 @@ def bound_compare(res: CompareResult, max_bytes: int, max_chars: int = 300, max_
     data["summary"] = summary if len(summary) <= 4 * max_chars else summary[: 4 * max_chars - 1] + "\u2026"
     cut |= data["summary"] != summary
     out = CompareResult.model_validate(data)
-    for name in ("divergence", "config_diff", "only_in_b", "only_in_a"):
+    for name in ("divergence", "runs", "config_diff", "only_in_b", "only_in_a", "levels"):
         seq = getattr(out, name)
         while seq and len(out.model_dump_json()) > max_bytes - 120:
             seq.pop()

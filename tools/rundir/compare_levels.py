@@ -26,7 +26,7 @@ import statistics
 from typing import Any
 
 LEVEL_GAP = 10.0
-MAX_LEVELS = 8
+MAX_LEVELS = 6
 SAME_LENGTH = 1.5
 _CONF = {"high": 3, "medium": 2, "low": 1}
 
@@ -36,12 +36,13 @@ def _num(v: float) -> float | str:
 
 
 def stats(series) -> dict[str, Any]:
-    """{n, first, last, min, max, median, nonfinite, steps: [first, last]} of a series' points (finite values
-    for the statistics; None when it has none). Values rounded to 4 significant digits."""
+    """{n, first, last, min, max, median} of a series' points (finite values for the statistics, absent when it
+    has none; ``nonfinite``: their count when some are NaN/inf). Values rounded to 4 significant digits."""
     pts = series.points
     fin = [p.value for p in pts if math.isfinite(p.value)]
-    out: dict[str, Any] = {"n": len(pts), "nonfinite": len(pts) - len(fin),
-                           "steps": [_num(pts[0].step), _num(pts[-1].step)] if pts else None}
+    out: dict[str, Any] = {"n": len(pts)}
+    if len(fin) < len(pts):
+        out["nonfinite"] = len(pts) - len(fin)
     if fin:
         out |= {"first": _num(fin[0]), "last": _num(fin[-1]), "min": _num(min(fin)), "max": _num(max(fin)),
                 "median": _num(statistics.median(fin))}

@@ -61,11 +61,13 @@ def summary(res, n_series: int, why: str, ov: dict[str, Any], how: str = "") -> 
                  "neither run looks broken by its own findings, values or levels")
     parts.append(_level_words(res.levels))
     parts.append(_divergence_words(res, n_series, ov))
-    if res.config_diff:
-        parts.append(f"{len(res.config_diff)} config fact(s) differ: " + ", ".join(
-            f"{d['key']} {_g(d['a'])!s:.40} -> {_g(d['b'])!s:.40}" for d in res.config_diff[:4]))
+    real = [d for d in res.config_diff if not d.get("identifier")]
+    ids = [d["key"] for d in res.config_diff if d.get("identifier")]
+    if real:
+        parts.append(f"{len(real)} config fact(s) differ: " + ", ".join(
+            f"{d['key']} {_g(d['a'])!s:.40} -> {_g(d['b'])!s:.40}" for d in real[:4]))
     else:
-        parts.append("no config fact differs")
+        parts.append("no config fact differs" + (f" but identifiers ({', '.join(ids[:3])})" if ids else ""))
     if res.only_in_a:
         parts.append("only in A: " + "; ".join(x[:160] for x in res.only_in_a[:2]))
     if res.only_in_b:
