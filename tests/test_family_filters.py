@@ -153,3 +153,14 @@ def test_suggest_routes_a_nan_value_to_the_nan_guide_and_finite_ones_away_from_i
     assert s.tools[0].tool == "playbook" and "35.2" in s.tools[0].why and "nan_guide" not in [t.tool for t in s.tools]
     s = suggest("grad_norm is 0.4 with clip_grad 1.0")  # below the threshold: no grad-norm evidence
     assert "clipping value" not in s.summary
+
+
+def test_the_input_framework_comes_from_a_pasted_logs_lines_when_no_word_names_it():
+    from grpo_debug.tools.families.filtering import input_frameworks
+
+    verl = "step:1 - actor/pg_loss:0.1 - actor/grad_norm:0.5\nstep:2 - actor/pg_loss:nan - actor/grad_norm:nan"
+    megatron = (" iteration        1/    100 | lm loss: 1.0E+00 | grad norm: 1.0 |\n"
+                " iteration        2/    100 | lm loss: nan | grad norm: nan |")
+    assert input_frameworks(verl) == {"verl"}
+    assert "megatron" in input_frameworks(megatron) and "verl" not in input_frameworks(megatron)
+    assert input_frameworks("loss nan") == set()

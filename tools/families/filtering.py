@@ -79,7 +79,7 @@ def framework_first(ranked: list[tuple[float, Rule]], fws: set[str]) -> list[tup
 
 
 #: The size a filtered answer is cut to (its JSON, bytes): a few kB, whatever the filter matched.
-FILTERED_BYTES = 6000
+FILTERED_BYTES = 4500
 
 
 def _clip(v, n: int):
