@@ -33,7 +33,7 @@ from grpo_debug.tools.engine.detectors import DETECTORS
 from grpo_debug.tools.engine.error_classes import BY_NAME
 
 # the most signals of each raw kind the rule base may hold (today's counts, after the conversions of issue 22)
-CEILING = {"raw_text": 75, "detector_raw_key": 12, "detector_builtin_regex": 10, "detector_canonical_fallback": 0}
+CEILING = {"raw_text": 75, "detector_raw_key": 11, "detector_builtin_regex": 10, "detector_canonical_fallback": 0}
 
 # table detectors whose selection without keys/metric is a regex of their own over metric keys (detectors.py)
 _BUILTIN_REGEX = {"spike", "growth", "decline", "flat", "vanished", "zero_reward", "length_cap"}
@@ -184,3 +184,22 @@ def test_one_table_of_fallback_spellings():
     copies = [(str(p.relative_to(tools)), k) for p in tools.rglob("*.py") if p.name != "names.py"
               for k, rx in FALLBACK_KEYS.items() if f'r"{rx}"' in p.read_text(encoding="utf-8")]
     assert not copies, f"fallback spellings copied outside tools/run/names.py: {copies}"
+
+
+def test_a_converted_signal_reads_the_canonical_series():
+    """verl-fsdp2-weight-sync-cpu-leak's growth signal reads perf/cpu_memory_used_gb through its canonical id, and
+    not a key that only contains the words."""
+    from grpo_debug.tools.engine.match import run_detector
+    from grpo_debug.tools.triage import build_context
+
+    rule = next(r for r in RULES if r.id == "verl-fsdp2-weight-sync-cpu-leak")
+    (sig,) = [s for s in signals(rule.match) if isinstance(s, DetectorSignal)]
+    assert kind_of(sig) == "detector_canonical"
+    log = "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.strategy=fsdp2\n" + "".join(
+        f"(TaskRunner pid=1) step:{i} - actor/pg_loss:0.01 - {key}:{40 + 12 * i}\n"
+        for key in ("perf/cpu_memory_used_gb",) for i in range(1, 7))
+    ctx, _ = build_context(log)
+    hit = run_detector(sig.detector, dict(sig.params), ctx)
+    assert hit is not None and hit.keys == ["perf/cpu_memory_used_gb"], hit
+    ctx, _ = build_context(log.replace("perf/cpu_memory_used_gb", "perf/gpu_memory_used_gb"))
+    assert run_detector(sig.detector, dict(sig.params), ctx) is None
