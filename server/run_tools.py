@@ -8,6 +8,7 @@ present, and the PNG must arrive as ``ImageContent``.
 from __future__ import annotations
 
 import base64
+import re
 from typing import Annotated
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -64,11 +65,15 @@ def _register_compare(server, inputs, guard, heavy, annotations) -> None:
         return await heavy(inputs.pool, "compare_runs", _compare, inputs, guard, a, b)
 
 
+_ONE_LINE_LOG = re.compile(r"\w[:=]\s*-?(?:\d|nan|inf)[^/]*\s-\s|^\s*\{['\"]\w", re.I)
+
+
 def _side(inputs, value: str, arg: str) -> dict:
-    """{'text': value} for pasted text (several lines), else {'path': confined}."""
+    """{'text': value} for pasted text (several lines, or one metric line: ``step:1 - key:value - ...``, a
+    printed dict), else {'path': confined}."""
     from grpo_debug.server.budget import _check_text
 
-    if "\n" in value or len(value) > 4096:
+    if "\n" in value or len(value) > 4096 or _ONE_LINE_LOG.search(value):
         _check_text(value)
         return {"text": value}
     return {"path": inputs.confined(value, arg, "any")}

@@ -227,9 +227,14 @@ async def test_mcp_compare_runs_paste_files_and_errors(tmp_path):
         files = await c.call_tool("compare_runs", {"a": str(tmp_path / "a.log"), "b": str(tmp_path / "b.log")})
         one = await c.call_tool("compare_runs", {"a": "\n".join(verl(seed=1))})
         outside = await c.call_tool("compare_runs", {"a": "/etc/passwd", "b": str(tmp_path / "b.log")})
+        lines = await c.call_tool("compare_runs", {"a": verl(steps=1, seed=5, launch=False)[0],
+                                                   "b": verl(steps=1, seed=6, gn=60.0, launch=False)[0]})
     sc = r.structured_content
     assert not r.is_error and sc["broken"] == "B" and sc["levels"][0]["metric"] == "grad_norm"
     assert sc == r2.structured_content and len(json.dumps(sc)) <= COMPARE_BYTES
     assert not files.is_error and files.structured_content["broken"] == "B"
     assert one.is_error and "holds one run" in one.content[0].text and "[A]" in one.content[0].text
     assert outside.is_error and "outside the allowed roots" in outside.content[0].text
+    # one metric line each (a 1-step run pasted on one line) is text, not a path
+    assert not lines.is_error and lines.structured_content["aligned"] == "few"
+    assert lines.structured_content["broken"] == "B"
