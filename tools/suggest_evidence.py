@@ -10,6 +10,10 @@ Signals, each a :class:`Evidence` (the tool to start with, why, the words to ran
   symptoms`` for a grad-norm spike), saying what the logged norm is (skills/aliases.yaml's description);
 - a reward series that is 0 at every point shown -> ``playbook symptoms`` for zero rewards.
 
+The logged grad norm is the one before clipping where it is the value ``torch.nn.utils.clip_grad_norm_``
+returns (PyTorch docs: the total norm, the same as ``get_total_norm()`` followed by ``clip_grads_with_norm_``);
+the answer quotes skills/aliases.yaml's description of ``grad_norm`` rather than holding that fact here.
+
 ``finite`` lists the metrics the text shows with finite values only (a keyword route to the NaN guide is then
 dropped unless the text says nan/inf).
 """
@@ -26,7 +30,7 @@ _CLIP_KEY = (r"(?:clip(?:ping)?(?:[_-]grad(?:[_-]norm)?)?|max[_-]grad[_-]norm|gr
 _CLIP = re.compile(rf"(?<![\w/]){_CLIP_KEY}(?![\w/])[^\d\n]{{0,30}}?(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])", re.I)
 #: a metric compared with a value in prose: ``grad_norm > 1``, ``grad norm is 5.3``, ``loss went to nan``
 _PROSE_VALUE = re.compile(
-    r"(?<![\w/.])([A-Za-z][\w/.\-]*?|grad(?:ient)?\s+norm)\s*(>=|>|≥|=|:|\bis\b|\bwas\b|\breached\b|\bhits?\b|"
+    r"(?<![\w/.\-])([A-Za-z][\w/.\-]*?|grad(?:ient)?\s+norm)\s*(>=|>|≥|=|:|\bis\b|\bwas\b|\breached\b|\bhits?\b|"
     r"\babove\b|\bover\b|\bexceeds?\b|\b(?:goes|went|jumps?|jumped)\s+to\b|\bbecame\b|\bbecomes\b)\s*"
     rf"(?:about\s+|around\s+|~\s*)?({_NUM})", re.I)
 
