@@ -263,6 +263,7 @@ _SCRIPT = re.compile(r"\.(?:py|sh)$")
 _PATH_FLAG = re.compile(r"file|path|plugin|script|config|module|program|dir", re.I)
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _END_WORDS = ("|", "||", "&&", ";", "&")
+_MAX_ARRAY_LINES = 2000
 
 
 def _is_value(w: str) -> bool:
@@ -448,6 +449,8 @@ def _command_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, s
     if inc:
         fs.add("num_gpus", len(inc.group(1).split(",")), no, "flag", t)
     state["pending"].append((words(body), no, t))
+    if in_array and len(state["pending"]) > _MAX_ARRAY_LINES:
+        in_array = False  # an array whose ')' never came: read what it had
     fs.formats.add("launch-command")
     fs.command_lines.add(no)
     state["in_cmd"], state["in_array"] = more, in_array
@@ -529,7 +532,8 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
         t = ln.text
         s = t.strip()
         if not s:
-            _end_command(fs, state)
+            if not state["in_array"]:  # a blank line ends a command, not a bash array
+                _end_command(fs, state)
             continue
         # embedded JSON blocks (e.g. `cat ds_config.json` in a log)
         if not doc_lines and (json_buf or (s == "{" and not t.startswith(" "))):

@@ -1,0 +1,409 @@
+"""Launch lines give every flag and env var as a config fact (value and line); printed configs are config facts;
+neither ever becomes a metric series (issue 22: a TRL/accelerate launch line gave 0 settings, ``--learning_rate`` was
+read as a metric, ``--gradient_accumulation_steps`` was lost after another flag on the same continuation line,
+``NPROC_PER_NODE=6`` was ignored after ``CUDA_VISIBLE_DEVICES=...``).
+
+The scripts are copied from public repositories' example scripts (named at each), cut to their launch parts; every
+input goes through ``tools/triage.build_context`` (the reader the pipeline uses), and the expected flags are found by
+an independent reading of the text (``_expected``), not by the reader under test.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pprint
+import re
+
+import pytest
+
+from grpo_debug.tools.engine.command_lines import is_command_line, setting_lines, strip_comment
+from grpo_debug.tools.engine.normalize import normalize
+from grpo_debug.tools.triage import build_context
+
+# open-r1 style (QingyangZhang/EMPO empo-1.5B-NM-COT.sh; a Chinese comment after the continuation as in a public
+# open-r1 fork's README), several flags per continuation line, --flag=value, a redirection at the end
+OPEN_R1 = """\
+CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6 NPROC_PER_NODE=6 ACCELERATE_LOG_LEVEL=info \\
+    accelerate launch --config_file recipes/accelerate_configs/zero3.yaml --num_processes=7 src/open_r1/grpo.py \\
+    --config recipes/Qwen2.5-1.5B-Instruct/grpo/config_EMPO_NM_COT_1.5B.yaml \\
+    --learning_rate 1e-6 --gradient_accumulation_steps 8 --per_device_train_batch_size=2 --num_train_epochs=1 \\
+    --main_process_port 29501 \\       #参数设置文件
+    --max_completion_length 1024 --use_vllm \\
+    > ./output/grpo_r1_0dot5B_sampling.log 2>&1
+"""
+
+# modelscope/ms-swift examples/train/grpo/external/grpo_32b_full.sh (env assignments on their own continuation lines)
+SWIFT = """\
+CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 \\
+NPROC_PER_NODE=8 \\
+swift rlhf \\
+    --rlhf_type grpo \\
+    --model Qwen/Qwen2.5-32B-Instruct \\
+    --reward_funcs accuracy \\
+    --use_vllm true \\
+    --vllm_mode server \\
+    --dataset AI-MO/NuminaMath-TIR#1000 \\
+    --max_completion_length 2048 \\
+    --learning_rate 1e-6 \\
+    --gradient_accumulation_steps 1 \\
+    --num_generations 8 \\
+    --report_to tensorboard wandb \\
+    --beta 0.0
+"""
+
+# the same command on one line, three env assignments before it (the reported shape)
+SWIFT_ONE_LINE = ("CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 MASTER_PORT=29600 swift rlhf --rlhf_type grpo "
+                  "--system 'You are a helpful assistant.' --learning_rate 1e-6 --num_generations 8\n")
+
+# volcengine/verl examples/grpo_trainer/run_qwen2-7b_math.sh ($VAR expansion, quoted lists, `$@`)
+VERL = """\
+set -x
+
+gsm8k_train_path=$HOME/data/gsm8k/train.parquet
+math_train_path=$HOME/data/math/train.parquet
+train_files="['$gsm8k_train_path', '$math_train_path']"
+n_resp=5
+
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_files="$train_files" \\
+    data.train_batch_size=1024 \\
+    data.truncation='error' \\
+    actor_rollout_ref.actor.optim.lr=1e-6 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=256 \\
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \\
+    actor_rollout_ref.rollout.n=$n_resp \\
+    trainer.logger=['console','wandb'] \\
+    trainer.n_gpus_per_node=8 \\
+    trainer.total_epochs=15 $@
+"""
+
+# volcengine/verl examples/sft/gsm8k/run_qwen_05_peft.sh (torchrun, `-m`, `+key=`, `\\` without a blank before it)
+TORCHRUN = """\
+nproc_per_node=4
+torchrun --standalone --nnodes=1 --nproc_per_node=$nproc_per_node \\
+     -m verl.trainer.fsdp_sft_trainer \\
+    optim.lr=1e-4 \\
+    +data.response_dict_keys=['answer'] \\
+    trainer.default_hdfs_dir=null $@ \\
+    model.lora_rank=32\\
+    model.lora_alpha=16 \\
+    model.target_modules=all-linear
+"""
+
+# deepspeed launcher with --module (OpenRLHF README form) and OpenRLHF examples/scripts/train_ppo_llama_ray_70b.sh
+# (ray job submit ... -- python3 -m ...)
+OPENRLHF = """\
+deepspeed --num_gpus 8 --module openrlhf.cli.train_ppo_ray \\
+   --actor_num_gpus_per_node 4 --vllm_num_engines 2 \\
+   --save_steps -1 \\
+   --zero_stage 3 \\
+   --bf16 \\
+   --actor_learning_rate 5e-7
+
+ray job submit --address="http://127.0.0.1:8265" \\
+    --runtime-env-json='{"working_dir": "/openrlhf"}' \\
+    --no-wait \\
+    -- python3 -m openrlhf.cli.train_ppo_ray \\
+    --ref_num_nodes 1 \\
+    --critic_learning_rate 9e-6 \\
+    --init_kl_coef 0.01 \\
+    --gradient_checkpointing
+"""
+
+# THUDM/slime scripts/run-qwen3-4B.sh and scripts/models/qwen3-1.7B.sh (bash arrays, comments inside them, blank
+# lines, a one-line array, "${ARR[@]}" in the command)
+SLIME = """\
+export PYTHONBUFFERED=16
+
+MODEL_ARGS=(
+   --swiglu
+   --num-layers 28
+   --normalization "RMSNorm"
+   --norm-epsilon 1e-6
+   --rotary-base 1000000
+)
+
+CKPT_ARGS=(
+   --hf-checkpoint /root/Qwen3-4B
+   #--hf-checkpoint /root/Qwen3-4B-FP8
+   --save-interval 20
+)
+
+ROLLOUT_ARGS=(
+   --rollout-batch-size 32
+   --n-samples-per-prompt 8
+
+   --global-batch-size 256
+   --balance-data
+)
+EVAL_ARGS=( --eval-interval 20 --n-samples-per-eval-prompt 16 )
+
+export MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+ray start --head --node-ip-address ${MASTER_ADDR} --num-gpus 8 --disable-usage-stats --dashboard-port=8265
+
+ray job submit --address="http://127.0.0.1:8265" \\
+   -- python3 train.py \\
+   --actor-num-nodes 1 \\
+   --actor-num-gpus-per-node 8 \\
+   --colocate \\
+   ${MODEL_ARGS[@]} \\
+   "${CKPT_ARGS[@]}" \\
+   ${ROLLOUT_ARGS[@]} \\
+   ${EVAL_ARGS[@]}
+"""
+
+SCRIPTS = {"open-r1": OPEN_R1, "swift": SWIFT, "swift-one-line": SWIFT_ONE_LINE, "verl": VERL,
+           "torchrun": TORCHRUN, "openrlhf": OPENRLHF, "slime": SLIME}
+
+_FLAG = re.compile(r"(?:^|[\s(])--([A-Za-z][\w.-]*)(?:=(\S+))?")
+_ENV_PREFIX = re.compile(r"^(?:export\s+)?((?:[A-Z_][A-Z0-9_]*=[^\s(]\S*\s+)*[A-Z_][A-Z0-9_]*=[^\s(]\S*)")
+_OVERRIDE = re.compile(r"(?:^|\s)\+{0,2}([a-z_]+(?:\.\w+)+)=")
+
+
+def _expected(text: str) -> tuple[set[tuple[str, int]], dict[tuple[str, int], str]]:
+    """An independent reading: every ``--flag`` word (as ``flag_name``), leading env assignment and dotted
+    override of each line that is not a comment, with its line; and the value text of ``--flag=value``."""
+    keys: set[tuple[str, int]] = set()
+    eq_values: dict[tuple[str, int], str] = {}
+    for no, line in enumerate(text.splitlines(), 1):
+        s = strip_comment(line.strip())
+        if not s or s.startswith("#"):
+            continue
+        for m in _FLAG.finditer(s):
+            name = m.group(1).replace("-", "_")
+            keys.add((name, no))
+            if m.group(2) and not re.search(r"[$'\"{]", m.group(2)):  # a value the shell would not change
+                eq_values[(name, no)] = m.group(2).strip("\"'")
+        env = _ENV_PREFIX.match(s)
+        if env:
+            keys.update((w.split("=", 1)[0], no) for w in env.group(1).split())
+        keys.update((m.group(1), no) for m in _OVERRIDE.finditer(s))
+    return keys, eq_values
+
+
+def _facts(text: str):
+    ctx, _ = build_context(text)
+    return ctx, {(f.key, f.line): f.value for f in ctx.facts.facts}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_every_flag_env_var_and_override_is_a_fact_at_its_line(name):
+    text = SCRIPTS[name]
+    ctx, got = _facts(text)
+    keys, eq_values = _expected(text)
+    assert keys, "the oracle found nothing: the fixture is wrong"
+    missing = sorted(keys - set(got))
+    assert not missing, f"{name}: settings not read: {missing}"
+    for key, raw in eq_values.items():
+        assert str(got[key]).lower() == raw.lower() or got[key] == pytest.approx(float(raw)), (key, got[key], raw)
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_no_flag_of_a_launch_line_is_a_metric(name):
+    ctx, _ = _facts(SCRIPTS[name])
+    assert ctx.metrics.series == {}, f"{name}: launch flags read as metrics: {sorted(ctx.metrics.series)}"
+
+
+def test_open_r1_accelerate_line_values():
+    _, got = _facts(OPEN_R1)
+    assert got[("CUDA_VISIBLE_DEVICES", 1)] == "0,1,2,3,4,5,6"
+    assert got[("NPROC_PER_NODE", 1)] == 6
+    assert got[("ACCELERATE_LOG_LEVEL", 1)] == "info"
+    assert got[("num_processes", 2)] == 7
+    assert got[("learning_rate", 4)] == 1e-6
+    assert got[("gradient_accumulation_steps", 4)] == 8  # after another flag on the same continuation line
+    assert got[("per_device_train_batch_size", 4)] == 2
+    assert got[("main_process_port", 5)] == 29501  # a comment after the continuation
+    assert got[("max_completion_length", 6)] == 1024
+    assert got[("use_vllm", 6)] is True  # a flag without a value, then the redirection line: not a value
+    assert not any(k == "output" or str(v).startswith((">", "./output")) for (k, _), v in got.items())
+
+
+def test_swift_env_lines_lists_and_hash_in_value():
+    _, got = _facts(SWIFT)
+    assert got[("CUDA_VISIBLE_DEVICES", 1)] == "0,1,2,3,4,5,6,7"
+    assert got[("NPROC_PER_NODE", 2)] == 8
+    assert got[("report_to", 14)] == ["tensorboard", "wandb"]
+    assert got[("dataset", 9)] == "AI-MO/NuminaMath-TIR#1000"  # '#' inside a word is not a comment
+    assert got[("use_vllm", 7)] is True and got[("beta", 15)] == 0.0
+    _, one = _facts(SWIFT_ONE_LINE)
+    assert one[("NPROC_PER_NODE", 1)] == 6 and one[("MASTER_PORT", 1)] == 29600
+    assert one[("system", 1)] == "You are a helpful assistant."  # a quoted value with blanks
+    assert one[("learning_rate", 1)] == 1e-6 and one[("num_generations", 1)] == 8
+
+
+def test_verl_overrides_expand_shell_variables():
+    _, got = _facts(VERL)
+    assert got[("launch.module", 8)] == "verl.trainer.main_ppo"
+    assert got[("actor_rollout_ref.rollout.n", 16)] == 5  # $n_resp from the assignment above
+    assert got[("actor_rollout_ref.actor.optim.lr", 13)] == 1e-6
+    assert got[("trainer.logger", 17)] == ["console", "wandb"]
+    assert got[("data.truncation", 12)] == "error"
+    assert "$gsm8k_train_path" not in str(got[("data.train_files", 10)])  # expanded (its $HOME stays: unknown)
+    assert got[("trainer.total_epochs", 19)] == 15  # `$@` after it is not part of the value
+
+
+def test_torchrun_module_and_hydra_additions():
+    _, got = _facts(TORCHRUN)
+    assert got[("nproc_per_node", 2)] == 4 and got[("nnodes", 2)] == 1 and got[("standalone", 2)] is True
+    assert got[("launch.module", 3)] == "verl.trainer.fsdp_sft_trainer"
+    assert got[("data.response_dict_keys", 5)] == ["answer"]
+    assert got[("trainer.default_hdfs_dir", 6)] is None
+    assert got[("model.lora_rank", 7)] == 32 and got[("model.lora_alpha", 8)] == 16
+
+
+def test_deepspeed_module_and_ray_job_separator():
+    _, got = _facts(OPENRLHF)
+    assert got[("num_gpus", 1)] == 8 and got[("module", 1)] == "openrlhf.cli.train_ppo_ray"
+    assert got[("save_steps", 3)] == -1  # a negative value is a value, not a short option
+    assert got[("bf16", 5)] is True and got[("actor_learning_rate", 6)] == 5e-7
+    assert got[("runtime_env_json", 9)] == '{"working_dir": "/openrlhf"}'
+    assert got[("no_wait", 10)] is True  # the `--` separator after it is not its value
+    assert got[("launch.module", 11)] == "openrlhf.cli.train_ppo_ray"
+    assert got[("critic_learning_rate", 13)] == 9e-6 and got[("gradient_checkpointing", 15)] is True
+
+
+def test_slime_bash_arrays():
+    _, got = _facts(SLIME)
+    assert got[("num_layers", 5)] == 28 and got[("swiglu", 4)] is True
+    assert got[("normalization", 6)] == "RMSNorm" and got[("norm_epsilon", 7)] == 1e-6
+    assert ("hf_checkpoint", 12) in got and ("hf_checkpoint", 13) not in got  # a commented element
+    assert got[("global_batch_size", 21)] == 256 and got[("balance_data", 22)] is True  # after a blank line
+    assert got[("eval_interval", 24)] == 20 and got[("n_samples_per_eval_prompt", 24)] == 16
+    assert got[("ray_start.num_gpus", 27)] == 8 and got[("ray_start.node_ip_address", 27)] == "127.0.0.1"
+    assert got[("actor_num_gpus_per_node", 32)] == 8 and got[("colocate", 33)] is True
+
+
+def test_launch_line_echoed_in_a_log_keeps_the_log_metrics():
+    """A `set -x` trace of the command, then verl step lines: the overrides are facts, the step lines metrics, and
+    no metric point sits on a command line."""
+    log = ("+ python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.actor.optim.lr=1e-6 "
+           "--learning_rate 3e-6 data.train_batch_size=64\n"
+           "step:1 - actor/pg_loss:-0.012 - actor/grad_norm:0.41\n"
+           "step:2 - actor/pg_loss:0.003 - actor/grad_norm:0.38\n")
+    ctx, got = _facts(log)
+    assert got[("actor_rollout_ref.actor.optim.lr", 1)] == 1e-6 and got[("learning_rate", 1)] == 3e-6
+    assert set(ctx.metrics.series) == {"actor/pg_loss", "actor/grad_norm"}
+    assert [p.value for p in ctx.metrics.series["actor/pg_loss"]] == [-0.012, 0.003]
+    assert not set(ctx.metrics.lines) & set(ctx.facts.command_lines)
+
+
+@pytest.mark.parametrize("line", [
+    "step:1 - actor/pg_loss:-0.012 - actor/grad_norm:0.41",
+    "{'loss': 0.0123, 'grad_norm': 0.51, 'learning_rate': 1e-06, 'epoch': 0.01}",
+    " iteration       10/    500 | consumed samples: 2560 | lm loss: 2.3E+00 | grad norm: 1.2 |",
+    "Global step 3: {'policy_loss': -0.1, 'kl': 0.002}",
+    "step 5: {'train/loss': 0.5, 'train/grad_norm': 0.3}",
+    "  5%|▌         | 10/200 [00:10<03:10, 1.0s/it, act_loss=0.1, reward=0.5, grad_norm=1.2]",
+])
+def test_metric_lines_are_not_command_lines(line):
+    assert not is_command_line(line)
+    assert not setting_lines(normalize(line + "\n"))
+
+
+# -- printed configs ---------------------------------------------------------------------------------------------
+
+VERL_CONFIG = {
+    "actor_rollout_ref": {"actor": {"optim": {"lr": 1e-06, "lr_warmup_steps": -1, "lr_warmup_steps_ratio": 0.0,
+                                              "total_training_steps": 435, "weight_decay": 0.01},
+                                    "ppo_mini_batch_size": 256, "ppo_micro_batch_size_per_gpu": 16, "clip_ratio": 0.2,
+                                    "entropy_coeff": 0, "use_kl_loss": True, "kl_loss_coef": 0.001, "grad_clip": 1.0},
+                          "rollout": {"n": 5, "name": "vllm", "temperature": 1.0, "gpu_memory_utilization": 0.6,
+                                      "tensor_model_parallel_size": 2, "response_length": 1024}},
+    "algorithm": {"adv_estimator": "grpo", "gamma": 1.0, "kl_ctrl": {"kl_coef": 0.001, "type": "fixed"}},
+    "data": {"train_batch_size": 1024, "max_prompt_length": 1024, "max_response_length": 1024},
+    "trainer": {"total_epochs": 15, "total_training_steps": None, "n_gpus_per_node": 8, "save_freq": 20,
+                "logger": ["console", "wandb"], "val_before_train": True},
+}
+STEP_LINES = ["step:1 - actor/pg_loss:-0.012 - actor/grad_norm:0.41 - critic/score/mean:0.12",
+              "step:2 - actor/pg_loss:0.003 - actor/grad_norm:0.38 - critic/score/mean:0.15"]
+
+
+def _leaves(d: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in d.items():
+        out.update(_leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+    return out
+
+
+def _assert_config_not_metrics(ctx, metric_keys: set[str]):
+    assert set(ctx.metrics.series) == metric_keys
+    assert not set(ctx.metrics.lines) & set(ctx.facts.block_lines)
+
+
+def test_verl_pprint_of_the_whole_config_is_config():
+    """verl's TaskRunner prints ``pprint(OmegaConf.to_container(config, resolve=True))`` under its Ray prefix."""
+    printed = [f"(TaskRunner pid=40213) {x}" for x in pprint.pformat(VERL_CONFIG).splitlines()]
+    assert len(printed) > 10
+    text = "\n".join(printed + [f"(TaskRunner pid=40213) {x}" for x in STEP_LINES]) + "\n"
+    ctx, _ = build_context(text)
+    facts = {f.key: (f.value, f.line) for f in ctx.facts.facts if f.origin == "printed"}
+    for key, val in _leaves(VERL_CONFIG).items():
+        assert facts[key][0] == val, key
+        assert key.rsplit(".", 1)[-1] in printed[facts[key][1] - 1], key  # the line that prints the key
+    _assert_config_not_metrics(ctx, {"actor/pg_loss", "actor/grad_norm", "critic/score/mean"})
+
+
+def test_one_line_print_of_a_nested_config_is_config():
+    text = str({"seed": 1, **VERL_CONFIG}) + "\n" + "\n".join(STEP_LINES) + "\n"
+    ctx, _ = build_context(text)
+    assert ctx.facts.value("actor_rollout_ref.actor.optim.lr") == 1e-06 and ctx.facts.value("seed") == 1
+    assert set(ctx.metrics.series) == {"actor/pg_loss", "actor/grad_norm", "critic/score/mean"}
+
+
+def test_argparse_namespace_repr_is_config():
+    ns = argparse.Namespace(lr=1e-06, min_lr=1e-07, num_layers=28, global_batch_size=256, clip_grad=1.0,
+                            train_iters=500, lr_warmup_iters=10, eps_clip=0.2, kl_loss_coef=0.0, seed=1234)
+    text = f"{ns}\nstep 1: {{'train/loss': 0.5, 'train/grad_norm': 0.3}}\n"
+    ctx, _ = build_context(text)
+    got = {f.key: f.value for f in ctx.facts.facts if f.line == 1}
+    assert got == vars(ns)
+    assert set(ctx.metrics.series) == {"train/loss", "train/grad_norm"}
+
+
+@dataclasses.dataclass
+class GRPOConfig:
+    """Fields of TRL's GRPOConfig; ``__str__`` as transformers' TrainingArguments.__str__ prints it."""
+
+    output_dir: str = "data/Qwen2.5-1.5B-GRPO"
+    learning_rate: float = 1e-06
+    max_grad_norm: float = 1.0
+    gradient_accumulation_steps: int = 8
+    num_generations: int = 8
+    beta: float = 0.04
+    logging_steps: int = 1
+    max_steps: int = -1
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.1
+    report_to: list = dataclasses.field(default_factory=lambda: ["wandb"])
+    accelerator_config: dict = dataclasses.field(default_factory=lambda: {"split_batches": False,
+                                                                           "gradient_accumulation_kwargs": None})
+
+    def __str__(self) -> str:
+        attrs = [f"{k}={v},\n" for k, v in sorted(dataclasses.asdict(self).items())]
+        return f"{self.__class__.__name__}(\n{''.join(attrs)})"
+
+
+def test_training_arguments_str_is_config():
+    cfg = GRPOConfig()
+    text = f"{cfg}\n{{'loss': 0.0123, 'grad_norm': 0.51, 'learning_rate': 1e-06, 'epoch': 0.01}}\n"
+    ctx, _ = build_context(text)
+    lines = text.splitlines()
+    facts = {f.key: (f.value, f.line) for f in ctx.facts.facts if f.origin == "printed"}
+    for key, val in dataclasses.asdict(cfg).items():
+        if isinstance(val, dict):
+            for k, v in val.items():
+                assert facts[f"{key}.{k}"][0] == v
+            continue
+        assert facts[key][0] == val, key
+        assert lines[facts[key][1] - 1].startswith(f"{key}="), key
+    _assert_config_not_metrics(ctx, {"loss", "grad_norm", "learning_rate", "epoch"})
+    assert [p.line for p in ctx.metrics.series["learning_rate"]] == [len(lines)]
+
+
+def test_dataclass_repr_on_one_line_is_config():
+    text = repr(GRPOConfig()) + "\n"
+    ctx, _ = build_context(text)
+    assert ctx.metrics.series == {}
+    assert ctx.facts.value("learning_rate") == 1e-06 and ctx.facts.value("gradient_accumulation_steps") == 8
