@@ -36,7 +36,7 @@ CANONICAL_METRICS: tuple[str, ...] = (
     "grad_norm", "loss", "kl", "kl_loss", "entropy", "reward_mean", "reward_std", "score_mean",
     "zero_std_frac", "response_length_mean", "response_length_max", "response_length_clip_ratio",
     "logprob_mismatch", "pg_clipfrac", "ppo_kl", "lr", "loss_scale", "throughput", "step_time", "vf_loss",
-    "cpu_memory_used_gb",
+    "cpu_memory_used_gb", "nan_iterations", "skipped_iterations",
 )
 CANONICAL_CONFIG: tuple[str, ...] = (
     "world_size", "n_gpus_per_node", "nnodes", "tp", "pp", "cp", "ep", "train_batch_size",
