@@ -75,7 +75,8 @@ def test_same_script_other_commit_second_launch_line_dates_the_divergence():
     b = verl(seed=4, climb_from=20)
     paste = "\n".join(a + ["", "# same script, other commit (3f2a91c)"] + b)
     res = compare_runs(a_text=paste)
-    assert [(r["name"], r["role"]) for r in res.runs] == [("run 1", "A"), ("run 2", "B")] and res.aligned == "step"
+    assert [(r["name"], r["role"], r["broken"]) for r in res.runs] == [("run 2", "B", True), ("run 1", "A", False)]
+    assert res.aligned == "step"
     fd = res.first_divergence
     assert fd["metric"] == "grad_norm" and 20 <= fd["step"] <= 22, fd
     assert res.broken == "B" and "grad_norm" in res.summary
@@ -90,7 +91,8 @@ def test_same_script_other_commit_second_launch_line_dates_the_divergence():
 def test_several_runs_in_one_paste_compare_the_broken_one_with_a_healthy_one():
     runs = [verl(seed=10 + i, prefix=f"[{c}] ", gn=90.0 if c == "C" else 0.3) for i, c in enumerate("ABCG")]
     res = compare_runs(a_text="\n".join(ln for r in runs for ln in r))
-    assert [r["name"] for r in res.runs] == ["A", "B", "C", "G"]  # ([D] would be a log level, not a label)
+    assert [r["name"] for r in res.runs] == ["C", "A", "B", "G"]  # broken first ([D] would be a log level)
+    assert [r["broken"] for r in res.runs] == [True, False, False, False]
     roles = {r["name"]: r["role"] for r in res.runs}
     assert roles["C"] == "B" and roles["A"] == "A" and "C as B" in res.summary
     assert res.broken == "B" and level(res, "grad_norm")["far"]
@@ -153,7 +155,7 @@ def test_one_folder_of_runs_and_one_file_of_two_runs(tmp_path):
     for i, lr in enumerate([1e-6, 2e-6, 5e-6]):
         (d / f"sweep_{i}.log").write_text("\n".join(verl(seed=20 + i, lr=lr, gn=80.0 if i == 2 else 0.3)) + "\n")
     res = compare_runs(a_path=str(d))
-    assert [r["name"] for r in res.runs] == ["sweep_0.log", "sweep_1.log", "sweep_2.log"]
+    assert [r["name"] for r in res.runs] == ["sweep_2.log", "sweep_0.log", "sweep_1.log"]
     assert {r["name"]: r["role"] for r in res.runs}["sweep_2.log"] == "B" and res.broken == "B"
     both = tmp_path / "both.log"
     both.write_text("\n".join(verl(seed=1) + verl(seed=2, gn=60.0)) + "\n")

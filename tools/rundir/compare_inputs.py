@@ -77,8 +77,9 @@ def _segments(text: str):
     return segs
 
 
-def _pick(views) -> tuple[int, int]:
-    """(index of A, index of B) among the runs' views (module docstring)."""
+def _pick(views) -> tuple[int, int, list[bool]]:
+    """(index of A, index of B, broken per run) among the runs' views (module docstring): broken is a medium/high
+    finding of its own or a series outlier against its siblings."""
     from grpo_debug.tools.rundir.runs_compare import compare_views
 
     extra = compare_views(views)
@@ -92,16 +93,17 @@ def _pick(views) -> tuple[int, int]:
     if scores[b][0] < 2:
         b = 1  # nothing broken: the second run against the first
     a = next((i for i in range(len(views)) if i != b and scores[i][0] < 2), 0 if b else 1)
-    return a, b
+    return a, b, [sc[0] >= 2 for sc in scores]
 
 
-def _rows(views, a: int, b: int) -> list[dict[str, Any]]:
+def _rows(views, a: int, b: int, broken: list[bool]) -> list[dict[str, Any]]:
+    """One row per run, broken runs first (then input order): a bounded answer cuts from the end."""
     out = []
     for i, v in enumerate(views):
         role = "A" if i == a else "B" if i == b else ""
         out.append({"name": v.name, "where": v.source, "verdict": getattr(v.result, "verdict", None),
-                    "broken": v.broken, "role": role})
-    return out
+                    "broken": broken[i], "role": role})
+    return sorted(out, key=lambda r: not r["broken"])
 
 
 def _paste_pair(text: str, label: str) -> Pair:
@@ -115,9 +117,10 @@ def _paste_pair(text: str, label: str) -> Pair:
         an.label = f"{label} {s.name} ({s.where()})"
         runs.append(an)
     views = [view(s.name, s.where(), an.result, an.run, lambda no: (no, None)) for s, an in zip(segs, runs)]
-    a, b = _pick(views) if len(segs) > 2 else (0, 1)
+    a, b, bad = _pick(views)
+    a, b = (a, b) if len(segs) > 2 else (0, 1)
     how = {"labels": "line labels", "headers": "header lines", "restart": "the step numbering starting again"}
-    return Pair(runs[a], runs[b], _rows(views, a, b), f"{len(segs)} runs, split by {how.get(segs[0].how, 'runs')}")
+    return Pair(runs[a], runs[b], _rows(views, a, b, bad), f"{len(segs)} runs, split by {how.get(segs[0].how, 'runs')}")
 
 
 def _folder_pair(path: str) -> Pair:
@@ -152,8 +155,10 @@ def _folder_pair(path: str) -> Pair:
 
         views.append(view(g.name, g.name, an.result, an.run, place))
         del an, m
-    a, b = _pick(views) if len(groups) > 2 else (0, 1)
-    return Pair(one(groups[a])[0], one(groups[b])[0], _rows(views, a, b), f"{len(groups)} runs, one per log or folder")
+    a, b, bad = _pick(views)
+    a, b = (a, b) if len(groups) > 2 else (0, 1)
+    return Pair(one(groups[a])[0], one(groups[b])[0], _rows(views, a, b, bad),
+                f"{len(groups)} runs, one per log or folder")
 
 
 def load_pair(a_text: str | None = None, a_path: str | None = None, b_text: str | None = None,
