@@ -115,10 +115,11 @@ def _verl_pairs(rest: str) -> dict[str, float]:
     if rest.isascii() and rest[:1] != " " and rest[-1:] != " " and not any(b in rest for b in _ODD_BLANKS):
         # single inner spaces only: str.split splits as _PAIR_SEP does and no item needs strip()
         parts = [item.rpartition(":") for item in rest.split(" - ")]
-        try:
-            return {k: float(v) for k, sep, v in parts if sep and k and " " not in k}
-        except ValueError:  # a value that is not a plain number (quoted, np.float64(...), with a unit): item by item
-            pass
+        if all(sep and k and " " not in k for k, sep, _ in parts):  # else a colon in a value: item by item
+            try:
+                return {k: float(v) for k, _, v in parts}
+            except ValueError:  # a value that is not a plain number (quoted, np.float64(...), with a unit)
+                pass
     out = {}
     for item in _PAIR_SEP.split(rest):
         item = item.strip()
