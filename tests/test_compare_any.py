@@ -152,11 +152,14 @@ def test_two_files_and_two_folders(tmp_path):
 def test_one_folder_of_runs_and_one_file_of_two_runs(tmp_path):
     d = tmp_path / "sweep"
     d.mkdir()
-    for i, lr in enumerate([1e-6, 2e-6, 5e-6]):
-        (d / f"sweep_{i}.log").write_text("\n".join(verl(seed=20 + i, lr=lr, gn=80.0 if i == 2 else 0.3)) + "\n")
+    for i, lr in enumerate([1e-6, 2e-6, 1e-6, 2e-6]):
+        (d / f"sweep_{i}.log").write_text("\n".join(verl(seed=20 + i, lr=lr, gn=80.0 if i == 3 else 0.3)) + "\n")
     res = compare_runs(a_path=str(d))
-    assert [r["name"] for r in res.runs] == ["sweep_2.log", "sweep_0.log", "sweep_1.log"]
-    assert {r["name"]: r["role"] for r in res.runs}["sweep_2.log"] == "B" and res.broken == "B"
+    assert [r["name"] for r in res.runs] == ["sweep_3.log", "sweep_0.log", "sweep_1.log", "sweep_2.log"]
+    roles = {r["name"]: r["role"] for r in res.runs}
+    assert roles["sweep_3.log"] == "B" and res.broken == "B"
+    # A: the healthy sibling with the same config (lr 2e-6, not the first run's 1e-6): only identifiers differ
+    assert roles["sweep_1.log"] == "A" and all(x.get("identifier") for x in res.config_diff)
     both = tmp_path / "both.log"
     both.write_text("\n".join(verl(seed=1) + verl(seed=2, gn=60.0)) + "\n")
     assert compare_runs(a_path=str(both)).broken == "B"

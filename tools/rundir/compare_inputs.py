@@ -8,8 +8,9 @@
 
 With more than two runs, each is triaged and reduced to a ``runs_compare.View``; the compared pair is the most
 broken run (own medium/high findings and series outliers against its siblings, ``runs_compare.compare_views``;
-the first such run in input order) as B against the first run that is not broken as A (the first other run when
-all are). ``runs`` lists every run. Raises InputError naming what was seen and how to mark the runs when the
+the first such run in input order) as B against the run that is not broken whose config facts differ least from
+B's as A (the nearest healthy sibling: what is left in the config diff is what sets B apart; the first other run
+when all are broken). ``runs`` lists every run. Raises InputError naming what was seen and how to mark the runs when the
 input does not make two runs.
 """
 from __future__ import annotations
@@ -92,8 +93,18 @@ def _pick(views) -> tuple[int, int, list[bool]]:
     b = max(range(len(views)), key=lambda i: (scores[i], -i))
     if scores[b][0] < 2:
         b = 1  # nothing broken: the second run against the first
-    a = next((i for i in range(len(views)) if i != b and scores[i][0] < 2), 0 if b else 1)
+    healthy = [i for i in range(len(views)) if i != b and scores[i][0] < 2]
+    a = min(healthy, key=lambda i: (_distance(views[i], views[b]), i)) if healthy else (0 if b else 1)
     return a, b, [sc[0] >= 2 for sc in scores]
+
+
+def _distance(u, v) -> int:
+    """How many config facts (identifiers aside: runs_compare.IDENT) two runs' views set differently."""
+    from grpo_debug.tools.rundir.runs_compare import IDENT
+
+    keys = {k for k in (*u.facts, *v.facts) if not IDENT.search(k)}
+    val = lambda w, k: repr(w.facts[k].value) if k in w.facts else None  # noqa: E731
+    return sum(1 for k in keys if val(u, k) != val(v, k))
 
 
 def _rows(views, a: int, b: int, broken: list[bool]) -> list[dict[str, Any]]:
