@@ -42,7 +42,7 @@ def _cpu(pid: int) -> float:
         return 0.0
 
 
-def run(mb: float, rate: float, interval: float) -> dict:
+def run(mb: float, rate: float, interval: float, profile: str | None = None) -> dict:
     from gen_real_log import generate
 
     tmp = tempfile.mkdtemp(prefix="bench-watch-")
@@ -51,7 +51,8 @@ def run(mb: float, rate: float, interval: float) -> dict:
     planted = json.load(open(src + ".planted.json"))
     data = open(src, "rb").read()
     open(log, "wb").close()
-    p = subprocess.Popen([sys.executable, "-m", "grpo_debug.server.cli", "watch", log, "--format", "jsonl",
+    prof = ["-m", "cProfile", "-o", profile] if profile else []
+    p = subprocess.Popen([sys.executable, *prof, "-m", "grpo_debug.server.cli", "watch", log, "--format", "jsonl",
                           "--status-every", "1", "--interval", str(interval), "--until-eof", "--idle", "3"],
                          stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(HERE))
     events: list[tuple[float, dict]] = []
@@ -106,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=float, default=16, help="log size in MiB (default 16)")
     ap.add_argument("--rate-mb", type=float, default=1.0, help="write rate in MiB/s (default 1)")
     ap.add_argument("--interval", type=float, default=10.0, help="the watcher's --interval (default 10)")
+    ap.add_argument("--profile", metavar="FILE", help="run the watcher under cProfile, its stats written to FILE "
+                                                        "(read with python -m pstats FILE)")
     a = ap.parse_args(argv)
-    print(json.dumps(run(a.mb, a.rate_mb, a.interval), indent=1))
+    print(json.dumps(run(a.mb, a.rate_mb, a.interval, a.profile), indent=1))
     return 0
 
 
