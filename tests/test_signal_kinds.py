@@ -165,13 +165,14 @@ def test_kinds_of_canonical_signals():
 
 def test_one_table_of_fallback_spellings():
     """The default key regexes of the detectors live once, in tools/run/names.FALLBACK_KEYS (canonical ids as
-    keys); no module under tools/ spells one of them again as a literal."""
+    keys), and the important series once, in names.IMPORTANT_KEYS; no module under tools/ spells one again."""
     from pathlib import Path
 
     from importlib import import_module
 
     from grpo_debug.tools.engine import detectors
-    from grpo_debug.tools.run.names import FALLBACK_KEYS
+    from grpo_debug.tools.engine import series_store
+    from grpo_debug.tools.run.names import FALLBACK_KEYS, IMPORTANT_KEYS
 
     collapse, flat_zero, late_climb, plateau = (import_module(f"grpo_debug.tools.engine.series.{m}")
                                                 for m in ("collapse", "flat_zero", "late_climb", "plateau"))
@@ -182,8 +183,10 @@ def test_one_table_of_fallback_spellings():
     assert detectors.LOSS is plateau.LOSS_KEYS is FALLBACK_KEYS["loss"]
     tools = Path(detectors.__file__).resolve().parents[1]
     copies = [(str(p.relative_to(tools)), k) for p in tools.rglob("*.py") if p.name != "names.py"
-              for k, rx in FALLBACK_KEYS.items() if f'r"{rx}"' in p.read_text(encoding="utf-8")]
+              for k, rx in {**FALLBACK_KEYS, "important series": IMPORTANT_KEYS}.items()
+              if f'r"{rx}"' in p.read_text(encoding="utf-8")]
     assert not copies, f"fallback spellings copied outside tools/run/names.py: {copies}"
+    assert series_store.IMPORTANT.pattern is IMPORTANT_KEYS
 
 
 def test_a_converted_signal_reads_the_canonical_series():

@@ -24,6 +24,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import islice
 
+from grpo_debug.tools.run.names import IMPORTANT_KEYS
+
 KEEP_NONFINITE = 3
 BREAKOUTS = 4                 # points of a bucket kept beyond the previous bucket's range by more than its width
 STORE_POINTS = 3_000_000      # entries held over all series (12 bytes each, plus 24 per metric line referenced)
@@ -35,7 +37,7 @@ MAX_RUNS = 20_000             # runs of identical (format, keys) records kept at
 PENDING = 1024                # values a series takes before they are filed (exact, or into buckets)
 MAX_RECORDS = 2_000_000       # metric lines referenced before records no series holds any more are dropped
 # series the detectors read first (grad norm, losses, KL, entropy, rewards, log-prob gaps): 4x the room
-IMPORTANT = re.compile(r"grad.?norm|loss|kl|entropy|reward|score|log_?prob|probs_diff|mismatch|clip|length", re.I)
+IMPORTANT = re.compile(IMPORTANT_KEYS, re.I)  # the one list of important series (tools/run/names.py)
 
 
 def _finite(v: float) -> bool:

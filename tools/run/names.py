@@ -29,6 +29,10 @@ FALLBACK_KEYS: dict[str, str] = {
     "loss": r"(?:^|/)(?:pg_loss|policy_loss|loss|lm loss)$",
 }
 
+# raw keys of the series that matter most for a diagnosis (a streamed log's series store keeps 4x the points of
+# these, its notes list them first): one regex, read by tools/engine/series_store.IMPORTANT
+IMPORTANT_KEYS = r"grad.?norm|loss|kl|entropy|reward|score|log_?prob|probs_diff|mismatch|clip|length"
+
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[Callable | None, Callable | None]:
