@@ -88,10 +88,29 @@ def is_command_line(text: str, continued: bool = False) -> bool:
     return LAUNCH_START.match(s) is not None
 
 
+def cut_operators(s: str) -> str:
+    """``s`` up to its first unquoted pipe, list operator or redirection (``|``, ``||``, ``&&``, ``;``, ``&``,
+    ``>``, ``>>``, ``2>&1``, ``&>``, ``<``): what follows is another command or a file name, not this command's words.
+    Quoted text (``--rollout-stop '</answer>'``) is kept."""
+    quote = ""
+    for i, c in enumerate(s):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "|;<>" or (c == "&" and (s[i + 1:i + 2] in ("&", ">", " ", "") or s[i - 1:i] == ">")):
+            j = i
+            while j > 0 and s[j - 1].isdigit():
+                j -= 1  # the fd of 2>&1
+            return s[:j] if j == 0 or s[j - 1] in " \t" else s[:i]
+    return s
+
+
 def words(s: str) -> list[str]:
-    """The shell words of one command line (quotes removed as the shell does); on an unbalanced quote, the
-    blank-separated words."""
-    s = strip_comment(s)
+    """The shell words of one command line (quotes removed as the shell does), up to its first operator
+    (cut_operators); on an unbalanced quote, the blank-separated words."""
+    s = cut_operators(strip_comment(s))
     try:
         return shlex.split(s)
     except ValueError:

@@ -262,7 +262,6 @@ _SHORT = re.compile(r"^-[A-Za-z]")
 _SCRIPT = re.compile(r"\.(?:py|sh)$")
 _PATH_FLAG = re.compile(r"file|path|plugin|script|config|module|program|dir", re.I)
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
-_END_WORDS = ("|", "||", "&&", ";", "&")
 _MAX_ARRAY_LINES = 2000
 
 
@@ -320,17 +319,9 @@ def _add_flags(words: list[tuple[str, int, str]], fs: FactSet, prefix: str = "")
 def _flush_command(fs: FactSet, pending: list[tuple[list[str], int, str]], array: bool) -> None:
     """Facts of one launch command read over all its lines (``pending``: each line's words, number, text): the
     environment assignments before the launcher (``CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 swift rlhf ...``),
-    every ``--flag`` and every Hydra override, each at its own line; words after a pipe, ``&&``, ``;`` or a
-    redirection (``> out.log 2>&1``, ``| tee``) belong to another command or a file and are not read."""
-    words: list[tuple[str, int, str]] = []
-    for ws, no, text in pending:
-        for w in ws:
-            if w in _END_WORDS or w[:1] in "<>" or w[:2] in ("1>", "2>", "&>"):
-                break
-            words.append((w, no, text))
-        else:
-            continue
-        break
+    every ``--flag`` and every Hydra override, each at its own line (the words of each line stop at a pipe, ``&&``,
+    ``;`` or a redirection: command_lines.cut_operators)."""
+    words = [(w, no, text) for ws, no, text in pending for w in ws]
     pending.clear()
     i = 0
     while not array and i < len(words) and (m := ENV_ASSIGN.match(words[i][0])):
