@@ -114,10 +114,14 @@ def add_run_parsers(sub) -> None:
     pl.add_argument("--png", metavar="FILE", help="write the PNG here (needs pip install 'grpo-debug[plot]')")
     pl.add_argument("--width", type=int, default=48, help="sparkline width in characters (default 48)")
     pl.set_defaults(func=cmd_plot)
-    c = sub.add_parser("compare", help="compare two runs: config facts, first diverging step, findings",
-                       description="Compare run A and run B (files, run folders or '-'); with B omitted, A is one "
-                                   "paste holding both runs ([A]/[B] prefixes or two step:1 sequences).")
-    c.add_argument("a", metavar="A")
-    c.add_argument("b", metavar="B", nargs="?")
+    c = sub.add_parser("compare", help="compare two runs: the broken one, levels, first divergence, config facts",
+                       description="Compare run A and run B (files, run folders or '-'), of any lengths: the run "
+                                   "that looks broken, series levels apart (medians), the first step they diverge "
+                                   "(by position when the steps do not overlap), config facts, findings one run "
+                                   "lacks. With B omitted, A holds the runs: a paste or file ([A]/[B] prefixes, "
+                                   "'=== run B ===' headers, a second launch line) or a folder of runs; with more "
+                                   "than two, the most broken is compared with its nearest healthy sibling.")
+    c.add_argument("a", metavar="A", help="run A: a log, metric store or run folder, or '-' for stdin")
+    c.add_argument("b", metavar="B", nargs="?", help="run B likewise (omit when A holds both)")
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.set_defaults(func=cmd_compare)

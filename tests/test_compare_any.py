@@ -65,6 +65,7 @@ def test_ab_labelled_paste_names_the_200x_grad_norm_gap_the_broken_run_and_the_l
     assert f"{g['factor']:.3g}x" in res.summary and "grad_norm" in res.summary
     assert {"key": "lr", "a": 1e-6, "b": 1e-4} in res.config_diff
     assert res.aligned == "step" and res.first_divergence["metric"] == "grad_norm"
+    assert res.first_divergence["step"] == 1  # apart from the first step (B's own jitter does not hide a 200x gap)
     assert res.a.startswith("<text> A (lines") and res.b.startswith("<text> B (lines")
     assert "2 runs, split by line labels" in res.summary
     assert all(not r["metric"].startswith("timing") for r in res.levels)
@@ -96,6 +97,14 @@ def test_several_runs_in_one_paste_compare_the_broken_one_with_a_healthy_one():
     roles = {r["name"]: r["role"] for r in res.runs}
     assert roles["C"] == "B" and roles["A"] == "A" and "C as B" in res.summary
     assert res.broken == "B" and level(res, "grad_norm")["far"]
+
+
+def test_two_healthy_seeds_of_one_setup_do_not_diverge_and_nothing_looks_broken():
+    for seed in range(3):
+        a, b = verl(steps=60, seed=100 + seed, prefix="[A] "), verl(steps=60, seed=200 + seed, prefix="[B] ")
+        res = compare_runs(a_text="\n".join(a + b))
+        assert res.first_divergence is None and res.broken == "" and not any(r["far"] for r in res.levels), seed
+        assert "neither run looks broken" in res.summary.lower()
 
 
 # ---- any length

@@ -19,6 +19,10 @@ step):
     noise_r = max(1.4826 x median_t |r(t) - r(t-1)|,  0.01 x median_t |r(t)|,  1e-12)   for r in (A, B)
     d(t)    = |A(t) - B(t)| / max(noise_A, noise_B)
 
+and the same on the values' logarithms when every finite value of both runs is positive (a norm, a length, an
+lr: their noise is relative, so a run 200x higher is not 200x noisier there; on the values alone the noisier
+run's own jitter hides a constant gap of any size); a point is far when either says so,
+
 A series diverges at the first point t0 from which d(t) > K (K = 4) holds for ``SUSTAIN`` (3) aligned points in
 a row, or one run is non-finite where the other is finite for as many. The step-to-step noise is the median
 absolute change between consecutive points (scaled like a MAD to a normal sigma): how much each run moves on its
@@ -110,27 +114,38 @@ def step_noise(vals: list[float]) -> float:
 
 
 def first_far(pts: list[tuple[float, float, float]], k: float = K, sustain: int = SUSTAIN) -> dict[str, Any] | None:
-    """{step, a, b, noise} of the first of ``sustain`` aligned points in a row further apart than ``k`` x the
-    larger step-to-step noise (``pts``: (x, value of A, value of B)), or None (module docstring)."""
+    """{step, a, b, noise[, space, detected]} of the first of ``sustain`` aligned points in a row further apart
+    than ``k`` x the larger step-to-step noise (``pts``: (x, value of A, value of B)) on the values or, when every
+    finite value is positive, on their logarithms (``space: log`` when only that says so; ``noise`` then in log
+    units), or None (module docstring)."""
     if len(pts) < sustain:
         return None
-    noise = max(step_noise([p[1] for p in pts]), step_noise([p[2] for p in pts]))
+    log = all(v > 0 for p in pts for v in p[1:] if math.isfinite(v))
+    spaces = [pts] + ([[(t, *(math.log(v) if math.isfinite(v) else v for v in (x, y))) for t, x, y in pts]]
+                      if log else [])
+    noises = [max(step_noise([p[1] for p in q]), step_noise([p[2] for p in q])) for q in spaces]
     run = 0
-    for i, (_t, x, y) in enumerate(pts):
-        if math.isfinite(x) and math.isfinite(y):
-            far = abs(x - y) > k * noise
-        else:
-            far = math.isfinite(x) != math.isfinite(y)
-        run = run + 1 if far else 0
+    for i in range(len(pts)):
+        hits = [_far(q[i][1], q[i][2], k * n) for q, n in zip(spaces, noises)]
+        run = run + 1 if any(hits) else 0
         if run >= sustain:
             det = i - sustain + 1
             start = onset_index(pts, det)
             t0, x0, y0 = pts[start]
-            out = {"step": t0, "a": _num(x0), "b": _num(y0), "noise": float(f"{noise:.4g}")}
+            raw = _far(pts[det][1], pts[det][2], k * noises[0])
+            out = {"step": t0, "a": _num(x0), "b": _num(y0), "noise": float(f"{noises[0 if raw else 1]:.4g}")}
+            if not raw:
+                out["space"] = "log"
             if start < det:
                 out["detected"] = pts[det][0]
             return out
     return None
+
+
+def _far(x: float, y: float, bound: float) -> bool:
+    if math.isfinite(x) and math.isfinite(y):
+        return abs(x - y) > bound
+    return math.isfinite(x) != math.isfinite(y)
 
 
 def onset_index(pts: list[tuple[float, float, float]], det: int) -> int:
@@ -213,8 +228,8 @@ def compare_analyses(A, B, runs: list[dict[str, Any]] | None = None, how: str = 
                         first_divergence=div[0] if div else None, runs=runs or [],
                         only_in_a=[v for k, v in fa.items() if k not in fb], only_in_b=[v for k, v in fb.items() if k not in fa],
                         method=f"diverged: |A-B| > {K:g} x max step-to-step noise (1.4826 x median |r(t)-r(t-1)|, "
-                               f"floor 1% of median |r|) for {SUSTAIN} aligned points in a row; levels: medians, "
-                               "far at 10x")
+                               f"floor 1% of median |r|) for {SUSTAIN} aligned points in a row, on values or (all positive) "
+                               "their logs; onset fitted back; levels: medians, far at 10x")
     res = redact_compare(res)  # before the summary, which quotes config values
     from grpo_debug.tools.rundir.compare_text import summary
 
