@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from grpo_debug.tools.engine import defaults as D
 from grpo_debug.tools.engine.facts import Fact, FactSet
 from grpo_debug.tools.engine.invariants import INVARIANTS, world_size  # noqa: F401  (world_size re-exported)
 
@@ -308,6 +309,8 @@ def trl_generations_not_divisible(fs: FactSet) -> Result:
     """TRL GRPOConfig/GRPOTrainer: the effective train batch (num_processes x per_device_train_batch_size
     [x gradient_accumulation_steps in newer TRL]) must be divisible by num_generations."""
     g, pd = fs.get("num_generations"), fs.get("per_device_train_batch_size")
+    if g is None and pd is not None and _trl_grpo(fs):  # GRPOConfig's default (8 in every release 0.14.0-1.9.0)
+        g = D.resolve(fs, "num_generations", "trl", D.version_of(fs, "trl"))
     procs = fs.get("num_processes", "nproc_per_node")
     if None in (_num(g), _num(pd)) or _num(g) < 2:
         return None
@@ -326,7 +329,17 @@ def trl_generations_not_divisible(fs: FactSet) -> Result:
                f"{_num(g)}: older TRL (the 'global train batch size' check, e.g. 0.15) rejects it; newer TRL counts "
                f"gradient accumulation ({new}) and accepts it")
     best = min(valid, key=lambda d: (d < 4, abs(d - _num(g))))  # keep groups of >= 4 when possible
-    return (_lines(g, pd, procs), msg, {g.key: best})
+    if D.is_default(g):
+        msg = msg.replace(f"num_generations {_num(g)}", f"num_generations {_num(g)} ({g.origin}; the input does not set it)")
+    return (D.input_lines(g, pd, procs), msg, {g.key: best})
+
+
+_TRL_GRPO_KEYS = ("max_completion_length", "num_iterations", "vllm_mode", "use_vllm", "vllm_gpu_memory_utilization")
+
+
+def _trl_grpo(fs: FactSet) -> bool:
+    """The input configures a TRL GRPO run: a key only GRPOConfig has (trl/trainer/grpo_config.py)."""
+    return any(fs.get(k) is not None for k in _TRL_GRPO_KEYS)
 
 
 def context_budget_exceeds_model(fs: FactSet) -> Result:

@@ -146,29 +146,69 @@ def trl_generation_batch_not_divisible(fs: FactSet) -> Result:
             {gbs.key: max(_num(g), _num(gbs) // _num(g) * _num(g))})
 
 
+def _is_verl(fs: FactSet, *facts: Fact | None) -> bool:
+    return any(f is not None and f.key.startswith("actor_rollout_ref.") for f in facts) or fs.get(
+        "actor_rollout_ref.rollout.name", "actor_rollout_ref.model.path") is not None
+
+
 def batched_tokens_below_context(fs: FactSet) -> Result:
     """Chunked prefill off: one engine step must hold a whole prompt, so max_num_batched_tokens must be >=
-    max_model_len (vLLM vllm/config/scheduler.py: 'max_num_batched_tokens (...) is smaller than max_model_len (...)';
-    verl's vLLM rollout derives max_model_len from prompt_length + response_length when it is not set)."""
+    max_model_len (vLLM vllm/config/scheduler.py: 'max_num_batched_tokens (...) is smaller than max_model_len (...)').
+
+    In verl, a key the input does not write takes its release default (:mod:`defaults`: rollout
+    ``max_num_batched_tokens`` is 8192 in every release 0.3.0-0.9.0), and an unset ``max_model_len`` is derived:
+    prompt_length + response_length up to 0.6 (``vllm_async_server.py`` / ``vllm_rollout_spmd.py``), the model's
+    ``max_position_embeddings`` from 0.7.0 (``vllm_async_server.py``: ``if self.config.max_model_len is None:
+    self.config.max_model_len = max_position_embeddings``), which is never below prompt + response; so
+    prompt + response is the need in every release unless the model's positions are known (verl #7624, PR #7632).
+
+    The implicit default is used only for a stated verl release below 0.7.0: from 0.7.0 to 0.9.0 verl starts vLLM
+    through ``build_cli_args_from_config`` (``vllm_rollout/utils.py``), which skips a bool False, so
+    ``enable_chunked_prefill=False`` never reaches vLLM and nothing fails (verl #7508 made False reach it on main,
+    #7632 then raised the token budget itself); with no stated release the default cannot decide."""
+    from grpo_debug.tools.engine import defaults as D
+
     chunked = fs.get("enable_chunked_prefill")
     if chunked is None or chunked.value not in (False, "false", "False", 0):
         return None
     mbt = fs.get("max_num_batched_tokens")
+    verl = _is_verl(fs, chunked, mbt)
+    version = D.version_of(fs, "verl") if verl else None
+    if mbt is None and verl and version and _release(version) < (0, 7):
+        mbt = D.resolve(fs, "actor_rollout_ref.rollout.max_num_batched_tokens", "verl", version)
     if _num(mbt) is None:
         return None
+    need, what, used = _batched_need(fs, verl, version)
+    if need is None or _num(mbt) >= need:
+        return None
+    said = f"{mbt.key} {_num(mbt)}" + (f" ({mbt.origin}; the input does not set it)" if D.is_default(mbt) else "")
+    lines = D.input_lines(mbt, chunked, *used)
+    patch = {mbt.key: need}
+    if verl and fs.get("max_model_len") is None:  # pin the length the budget was sized for (0.7+ derive more)
+        patch[mbt.key.rsplit(".", 1)[0] + ".max_model_len"] = need
+    return (lines, f"{said} < {what} with enable_chunked_prefill off", patch)
+
+
+def _batched_need(fs: FactSet, verl: bool, version: str | None) -> tuple[Any, str, list]:
+    """The tokens one engine step must hold: max_model_len when set, else (verl) the derived length."""
     ctx = fs.get("max_model_len")
     if _num(ctx) is not None:
-        need, what = _num(ctx), f"{ctx.key} {_num(ctx)}"
-        used = [ctx]
-    else:
-        p, r = fs.get("data.max_prompt_length", "prompt_length"), fs.get("data.max_response_length", "response_length")
-        if _num(p) is None or _num(r) is None:
-            return None
-        need, what, used = _num(p) + _num(r), f"prompt {_num(p)} + response {_num(r)} = {_num(p) + _num(r)}", [p, r]
-    if _num(mbt) >= need:
-        return None
-    return (_lines(mbt, chunked, *used), f"{mbt.key} {_num(mbt)} < {what} with enable_chunked_prefill off",
-            {mbt.key: need})
+        return _num(ctx), f"{ctx.key} {_num(ctx)}", [ctx]
+    pos = fs.get("max_position_embeddings")
+    if verl and version and _release(version) >= (0, 7) and _num(pos) is not None:
+        return _num(pos), f"max_model_len derived from the model's max_position_embeddings {_num(pos)} (verl {version})", [pos]
+    p, r = fs.get("data.max_prompt_length", "prompt_length"), fs.get("data.max_response_length", "response_length")
+    if _num(p) is None or _num(r) is None:
+        return None, "", []
+    return _num(p) + _num(r), f"prompt {_num(p)} + response {_num(r)} = {_num(p) + _num(r)}", [p, r]
+
+
+def _release(v: str) -> tuple[int, ...]:
+    out = []
+    for x in v.split(".")[:2]:
+        d = "".join(c for c in x if c.isdigit())
+        out.append(int(d) if d else 0)
+    return tuple(out)
 
 
 _BUDGETS = (("data.max_prompt_length", "data.max_response_length"), ("max_prompt_length", "max_completion_length"),
