@@ -382,8 +382,69 @@ def _verl_config(draw):
     return text + "\n" + _verl(steps, prefix), steps
 
 
-@settings(max_examples=PATH_EXAMPLES, **_SETTINGS)
+@settings(max_examples=PATH_EXAMPLES // 2, **_SETTINGS)
 @given(_verl_config())
 def test_a_printed_config_gives_no_metric_series(case):
     text, steps = case
     _all_paths("verl config + step lines", text, _expected(steps))
+
+
+# ---- the W&B chart export CSV (a store file: read as a file and inside a run folder) ------------------------
+
+_JS_SPECIAL = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # JavaScript's spelling in the app's export
+
+
+@st.composite
+def _wandb_chart(draw):
+    """(csv text, {run label: {metric: [(step, value)]}}): 1-3 runs, each with its metrics, their bands, gaps."""
+    labels = draw(st.lists(st.sampled_from(["ruby-sweep-7", "calm-sweep-8", "Group: grpo-lr1e-6", "solo"]),
+                           min_size=1, max_size=3, unique=True))
+    metrics = draw(st.lists(st.sampled_from(["actor/pg_loss", "actor/grad_norm", "train/loss", "critic/score/mean"]),
+                            min_size=1, max_size=3, unique=True))
+    steps = sorted(draw(st.sets(st.integers(0, 100_000), min_size=1, max_size=6)))
+    header, cols = ["Step"], []
+    for r in labels:
+        for m in metrics:
+            header += [f"{r} - {m}", f"{r} - {m}__MIN", f"{r} - {m}__MAX"]
+            cols.append((r, m))
+    want: dict[str, dict[str, list]] = {}
+    rows = []
+    for s in steps:
+        row = [str(s)]
+        for r, m in cols:
+            if draw(st.booleans()) and draw(st.booleans()):  # a gap: this run has no value here
+                row += ["", "", ""]
+                continue
+            t, x = draw(_value())
+            t = _JS_SPECIAL.get(t, t)
+            row += [t, t, t]
+            want.setdefault(r, {}).setdefault(m, []).append((float(s), x))
+        rows.append(row)
+    buf = io.StringIO()
+    csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([header] + rows)
+    return buf.getvalue(), want
+
+
+@settings(max_examples=PATH_EXAMPLES * 3, **_SETTINGS)
+@given(_wandb_chart())
+def test_wandb_chart_export_values_exact_per_run(case):
+    from grpo_debug.tools.readers import read_store
+
+    text, want = case
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "wandb_export_2026-12-01T10_00_00.000+00_00.csv")
+        with open(p, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        got = {r.run_id: {k: [(x, v) for x, v, _ in s.points] for k, s in r.series.items()} for r in read_store(p)}
+        got = {k: v for k, v in got.items() if v}
+        assert set(got) == set(want), (got, want)
+        for label, series in want.items():
+            _check(f"W&B CSV run {label}", got[label], series, text)
+        if len(want) == 1:  # one run: the folder (and the Run) hold exactly its series
+            run = os.path.join(d, "run")
+            os.mkdir(run)
+            shutil.copy(p, run)
+            ctx = via_folder(run)
+            (series,) = want.values()
+            _check("W&B CSV in a run folder", _series(ctx.metrics), series, text)
+            _check("W&B CSV in a run folder, the Run", _run_series(ctx), series, text)

@@ -7,7 +7,8 @@ work):
 - a Python/JSON dict after a label: slime/Relax ``step N: {...}``, ``rollout N: {...}``, ``perf N:``,
   ``eval N:``; OpenRLHF ``Global step N: {...}``;
 - a bare dict line (HF Trainer / TRL / ms-swift ``{'loss': ..., 'grad_norm': ...}``; values may be
-  quoted ``.4g`` strings); the step is the dict's ``step``/``global_step`` key or its ordinal;
+  quoted ``.4g`` strings); the step is the dict's ``step``/``global_step`` key, else (the console dict of
+  ``Trainer.log`` has none) the dict's ordinal on the ``log_record`` axis, never called a step;
 - Megatron-LM ``iteration N/ M | name: value | ...`` (the set of fields per line is kept, so a field
   that disappears, e.g. ``lm loss`` on a NaN step in Megatron-DeepSpeed, can be detected);
 - DeepSpeed ``OVERFLOW! ... Attempted loss scale: X, reducing to Y`` (series ``deepspeed/loss_scale``)
@@ -183,7 +184,11 @@ def parse_line(ln: Line, table: MetricTable, counters: dict[str, int]) -> bool:
                 vals = _numeric(d)
                 if vals:
                     counters["hf"] = counters.get("hf", 0) + 1
-                    step = vals.get("step", vals.get("global_step", counters["hf"]))
+                    step = vals.get("step", vals.get("global_step"))
+                    if step is None or not math.isfinite(step):  # HF's console dict has no step: its x counts dicts
+                        step = counters["hf"]
+                        for k in vals:
+                            table.axes.setdefault(k, "log_record")
                     table.add("hf_trainer", float(step), ln.no, vals)
                     return True
     if "iteration" in t and "|" in t:

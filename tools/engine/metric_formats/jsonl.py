@@ -5,7 +5,8 @@
 - ROLL (alibaba/ROLL roll/utils/tracking.py ``StdoutTracker.log``):
   ``logger.info(f"metrics_tag: {json.dumps({'step': step, 'metrics': values})}")``, and the pipelines'
   ``logger.info(json.dumps(metrics))`` (roll/pipeline/rlvr/rlvr_pipeline.py) whose step is the dict's
-  ``system/step`` (roll/pipeline/base_pipeline.py sets ``metrics["system/step"] = global_step``), else an ordinal.
+  ``system/step`` (roll/pipeline/base_pipeline.py sets ``metrics["system/step"] = global_step``), else an ordinal
+  on the ``log_record`` axis.
   ROLL lines carry the prefix ``[%(asctime)s] [%(filename)s (%(lineno)d)] [%(levelname)s] [%(WORKER_NAME)s
   %(RANK)s / %(WORLD_SIZE)s][PID n]`` (roll/utils/logging.py ``get_logger``), read here up to the message.
 """
@@ -70,8 +71,10 @@ def roll_line(ln, table, state: dict) -> bool:
         return False
     if not vals:
         return False
-    if not isinstance(step, (int, float)):
-        state["roll"] = state.get("roll", 0) + 1
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+        state["roll"] = state.get("roll", 0) + 1  # no step in the record: its ordinal, on an axis that says so
         step = state["roll"]
+        for k in vals:
+            table.axes.setdefault(k, "log_record")
     table.add("roll", float(step), ln.no, vals)
     return True

@@ -4,11 +4,13 @@ Source: transformers/trainer_callback.py ``TrainerState.save_to_json`` (``json.d
 sort_keys=True)``): ``log_history`` is a list of dicts each with ``"step"`` (the optimizer step) and the logged
 numbers (loss, grad_norm, learning_rate, epoch, reward, ...); Python's json writes NaN / Infinity literals.
 Each entry is read on its own (a paste cut mid-array still yields its complete entries), each number at the line
-that prints its key. An entry without ``step`` takes the previous entry's step + 1.
+that prints its key. Trainer.log writes ``{**logs, "step": self.state.global_step}`` into every entry; an entry
+without a finite ``step`` is not read (no step is made up from the entry's position).
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from grpo_debug.tools.engine.values import numeric
@@ -26,7 +28,9 @@ def _entry(lines, a: int, b: int, table, prev: float) -> float:
     if not isinstance(d, dict):
         return prev
     vals = numeric(d)
-    step = vals.pop("step", prev + 1)
+    step = vals.pop("step", None)
+    if step is None or not math.isfinite(step):
+        return prev  # a step only from the entry's own "step" (Trainer.log writes one into every entry)
     line_of = {m.group(1): ln.no for ln in lines[a:b + 1] if (m := _KEY.match(ln.text))}
     for k, v in vals.items():
         table.add("trainer_state", step, line_of.get(k, lines[a].no), {k: v})
