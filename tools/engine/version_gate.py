@@ -215,16 +215,19 @@ def annotate(findings, hits, ctx) -> None:
 # framework a derivative reads the flags of serves it too (Relax reads slime's, the HF Trainer is TRL's base)
 _RULE_NAME = {"nemo_rl": "nemo-rl", "prime_rl": "prime-rl", "hf_trainer": "trl"}
 _KIN = {"relax": "slime", "hf-trainer": "trl"}
-MIN_EVIDENCE = 2  # a framework's score (tools/run/frameworks.py) before a fix is written for it: one stray key is not
+MIN_EVIDENCE = 2  # a framework's score (tools/run/frameworks.py) before a fix is written for it, unless it is the only one
 
 
 def fix_frameworks(ctx) -> list[str]:
     """The input's frameworks a fix may be written for, in the rules' names: trainers first, then libraries, each
-    most evident first (``ctx.run.frameworks``, the one detector); computed once per Context."""
+    most evident first (``ctx.run.frameworks``, the one detector), those with MIN_EVIDENCE or the only one shown
+    (one sourced marker such as ``--rollout-max-response-len``, with nothing else pointing elsewhere); computed once
+    per Context."""
     cached = getattr(ctx, "_fix_frameworks", None)
     if cached is not None:
         return cached
-    hits = [h for h in ctx.run.frameworks if h.score >= MIN_EVIDENCE]
+    shown = ctx.run.frameworks
+    hits = [h for h in shown if h.score >= MIN_EVIDENCE or len(shown) == 1]
     names = [_RULE_NAME.get(h.name, h.name) for h in hits]
     out = [n for n in names if canonical(n) in TRAINERS] + [n for n in names if canonical(n) not in TRAINERS]
     ctx._fix_frameworks = list(dict.fromkeys(out))
