@@ -66,7 +66,11 @@ def test_ab_labelled_paste_names_the_200x_grad_norm_gap_the_broken_run_and_the_l
     assert {"key": "lr", "a": 1e-6, "b": 1e-4} in res.config_diff
     assert res.aligned == "step" and res.first_divergence["metric"] == "grad_norm"
     assert res.first_divergence["step"] == 1  # apart from the first step (B's own jitter does not hide a 200x gap)
-    assert res.a.startswith("<text> A (lines") and res.b.startswith("<text> B (lines")
+    lines = paste.split("\n")
+    cited = res.first_divergence["lines"]  # in the paste's own numbering
+    assert lines[cited["a"] - 1].startswith("[A] (TaskRunner pid=2231) step:1 ")
+    assert lines[cited["b"] - 1].startswith("[B] (TaskRunner pid=2231) step:1 ")
+    assert res.a == "<text> A (lines 2-62)" and res.b == "<text> B (lines 3-63)"  # its own lines, not the header
     assert "2 runs, split by line labels" in res.summary
     assert all(not r["metric"].startswith("timing") for r in res.levels)
 

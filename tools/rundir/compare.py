@@ -193,6 +193,39 @@ def _findings(analysis) -> dict[str, str]:
     return out
 
 
+def place(analysis, no: int) -> tuple[int, str | None]:
+    """(line, file) of line ``no`` of an analysed input in the input's own numbering: a run split from a paste
+    (``analysis.place``, compare_inputs), a folder's merged line (its file's line), else ``no`` itself."""
+    fn = getattr(analysis, "place", None)
+    if fn is not None:
+        return fn(no)
+    m = getattr(analysis, "merged", None)
+    loc = m.locate(no) if m is not None and hasattr(m, "locate") else None
+    return (loc[1], loc[0]) if loc else (no, None)
+
+
+def _cite(A, B, sa, sb, d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with ``lines`` {a, b} (and ``files`` when they are a folder's): where each run logged the divergence's
+    first point (by step, or B's point at the same position; none for B by relative progress)."""
+    t0 = d["step"]
+    pa = next((p for p in reversed(sa.points) if p.step == t0), None)  # the last value of a repeated step
+    pb = None
+    if d.get("by") is None:
+        pb = next((p for p in reversed(sb.points) if p.step == t0), None)
+    elif d["by"] == "position":
+        ua = sorted({p.step for p in sa.points})
+        ub = sorted({p.step for p in sb.points})
+        i = ua.index(t0) if t0 in ua else len(ub)
+        pb = next((p for p in reversed(sb.points) if p.step == ub[i]), None) if i < len(ub) else None
+    lines, files = {}, {}
+    for key, an, p in (("a", A, pa), ("b", B, pb)):
+        if p is not None and p.line is not None:
+            lines[key], src = place(an, p.line)
+            if src:
+                files[key] = src
+    return d | ({"lines": lines} if lines else {}) | ({"files": files} if files else {})
+
+
 def _alignment(ra, rb) -> tuple[str, dict[str, Any]]:
     """(how the runs' series line up, the steps' overlap): 'step' at SUSTAIN common steps or more, 'few' at one
     or two, 'position' / 'progress' when no step is common (compare_levels.align), 'none' without a shared
@@ -217,7 +250,7 @@ def compare_analyses(A, B, runs: list[dict[str, Any]] | None = None, how: str = 
     from grpo_debug.tools.rundir.compare_levels import broken, levels, shared
 
     ra, rb = A.run, B.run
-    div = [d for _k, sa, sb in shared(ra, rb) if (d := diverge(sa, sb)) is not None]
+    div = [_cite(A, B, sa, sb, d) for _k, sa, sb in shared(ra, rb) if (d := diverge(sa, sb)) is not None]
     div.sort(key=lambda d: (d["step"], d["metric"]))
     rows = levels(ra, rb)
     who, why = broken(A, B, rows)

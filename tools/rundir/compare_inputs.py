@@ -117,17 +117,28 @@ def _rows(views, a: int, b: int, broken: list[bool]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: not r["broken"])
 
 
+def _where(seg, lines: list[str]) -> str:
+    """'lines 2-61': the first and last paste line of a run's own (a labelled run: its labelled lines, not the
+    unlabelled ones every run shares)."""
+    if seg.how != "labels":
+        return seg.where()
+    own = [no for no, t in zip(seg.nos, seg.texts) if no <= len(lines) and lines[no - 1] != t]
+    return f"lines {own[0]}-{own[-1]}" if own else seg.where()
+
+
 def _paste_pair(text: str, label: str) -> Pair:
     from grpo_debug.tools.rundir.analyze import analyze
     from grpo_debug.tools.rundir.runs_compare import view
 
     segs = _segments(text)
+    lines = text.split("\n")
     runs = []
     for s in segs:
         an = analyze(text=s.text)
-        an.label = f"{label} {s.name} ({s.where()})"
+        an.place = lambda no, nos=s.nos: (nos[no - 1] if 1 <= no <= len(nos) else no, None)  # the paste's lines
+        an.label = f"{label} {s.name} ({_where(s, lines)})"
         runs.append(an)
-    views = [view(s.name, s.where(), an.result, an.run, lambda no: (no, None)) for s, an in zip(segs, runs)]
+    views = [view(s.name, _where(s, lines), an.result, an.run, an.place) for s, an in zip(segs, runs)]
     a, b, bad = _pick(views)
     a, b = (a, b) if len(segs) > 2 else (0, 1)
     how = {"labels": "line labels", "headers": "header lines", "restart": "the step numbering starting again"}
