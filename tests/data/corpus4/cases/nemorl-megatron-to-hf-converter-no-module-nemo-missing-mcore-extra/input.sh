@@ -1,0 +1,1 @@
+uv run python examples/converters/convert_megatron_to_hf.py   --config results/<path_to_chkp>/config.yaml   --megatron-ckpt-path results/<path_to_chkp>/weights/iter_xxxxx   --hf-ckpt-path results/<path_to_hf_chkp>/hf
