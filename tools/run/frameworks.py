@@ -91,11 +91,11 @@ TEXT_MARKER_LINES = 5000  # launch lines, config prints and tracebacks' imports 
 
 @dataclass(frozen=True)
 class Markers:
-    """The alias table's markers compiled: ``keys`` (framework, exact key or prefix, is_prefix); ``text``: one regex
-    of the literal text markers, group name = framework."""
+    """The alias table's markers compiled: ``keys`` (framework, exact key or prefix, is_prefix); ``text``
+    (framework, literal) for the text markers."""
 
     keys: tuple[tuple[str, str, bool], ...]
-    text: re.Pattern[str] | None
+    text: tuple[tuple[str, str], ...]
 
 
 @lru_cache(maxsize=1)
@@ -108,7 +108,7 @@ def markers() -> Markers:
     from grpo_debug.skills.aliases import load_aliases
 
     keys: list[tuple[str, str, bool]] = []
-    text: dict[str, list[str]] = {}
+    text: list[tuple[str, str]] = []
     for fw, ms in load_aliases().framework_markers.items():
         name = _ALIAS_NAMES.get(fw, fw)
         for m in ms:
@@ -123,9 +123,8 @@ def markers() -> Markers:
             if _KEY_LIKE.match(pat) and not module and not pat.endswith(".py"):
                 keys.append((name, pat.rstrip("."), pat.endswith(".")))
             else:
-                text.setdefault(name, []).append(re.escape(pat))
-    rx = "|".join(f"(?P<{n}>{'|'.join(ps)})" for n, ps in text.items())
-    return Markers(tuple(keys), re.compile(rx) if rx else None)
+                text.append((name, pat))
+    return Markers(tuple(keys), tuple(text))
 
 
 def _key_marker(key: str, marker: str, prefix: bool) -> bool:
@@ -156,19 +155,23 @@ def _config_markers(facts, hits: dict[str, FrameworkHit]) -> None:
 
 
 def _text_markers(lines, hits: dict[str, FrameworkHit]) -> None:
-    """The alias table's text markers in the first TEXT_MARKER_LINES lines: 1 point per framework, its first line."""
-    rx = markers().text
-    if rx is None:
+    """The alias table's text markers in the first TEXT_MARKER_LINES lines: 1 point per framework, its first line.
+    One ``str.find`` per literal over the joined head (a regex alternation per line costs ten times more)."""
+    table = markers().text
+    head = list(islice(lines, TEXT_MARKER_LINES)) if table else []
+    if not head:
         return
+    text = "\n".join(ln.text for ln in head)
     found: set[str] = set()
-    for ln in islice(lines, TEXT_MARKER_LINES):
-        m = rx.search(ln.text) if len(ln.text) < 4000 else None
-        if m is None or m.lastgroup in found:
+    for name, lit in table:
+        pos = -1 if name in found else text.find(lit)
+        if pos < 0:
             continue
-        found.add(m.lastgroup)
-        h = _hit(hits, m.lastgroup)
+        found.add(name)
+        ln = head[text.count("\n", 0, pos)]
+        h = _hit(hits, name)
         h.lines.append(ln.no)
-        h.evidence.append(f"line {ln.no} prints {m.group(0)!r}")
+        h.evidence.append(f"line {ln.no} prints {lit!r}")
         h.score += 1
 
 
