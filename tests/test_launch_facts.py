@@ -407,3 +407,26 @@ def test_dataclass_repr_on_one_line_is_config():
     ctx, _ = build_context(text)
     assert ctx.metrics.series == {}
     assert ctx.facts.value("learning_rate") == 1e-06 and ctx.facts.value("gradient_accumulation_steps") == 8
+
+
+def test_words_stop_at_operators_but_not_inside_quotes():
+    """A quoted '</answer>' is a value (slime --rollout-stop); `| tee` and `2>&1` end the command's words; the
+    command after `&&` is read on its own."""
+    text = ("python3 train.py --rollout-stop '</answer>' '</tool_call>' --rollout-stop-token-ids 151645 "
+            "--sep '|' --rollout-batch-size 32 2>&1 | tee train.log --not-a-flag 1\n"
+            "cd /root && torchrun --nproc_per_node 8 train.py --lr 2e-5 > out.log\n")
+    _, got = _facts(text)
+    assert got[("rollout_stop", 1)] == ["</answer>", "</tool_call>"]
+    assert got[("rollout_stop_token_ids", 1)] == 151645 and got[("sep", 1)] == "|"
+    assert got[("rollout_batch_size", 1)] == 32 and ("not_a_flag", 1) not in got
+    assert got[("nproc_per_node", 2)] == 8 and got[("lr", 2)] == 2e-5  # the command after `cd /root &&`
+
+
+def test_an_unclosed_bash_array_ends_at_its_cap():
+    from grpo_debug.tools.engine import facts as facts_mod
+
+    text = "ARGS=(\n" + "".join(f"   --flag-{i} {i}\n" for i in range(facts_mod._MAX_ARRAY_LINES + 5))
+    text += "step:1 - actor/pg_loss:0.5 - actor/grad_norm:0.1\n"
+    ctx, got = _facts(text)
+    assert got[("flag_0", 2)] == 0 and ("flag_2004", 2006) in got
+    assert set(ctx.metrics.series) == {"actor/pg_loss", "actor/grad_norm"}

@@ -75,46 +75,65 @@ def starts_command(s: str) -> bool:
 
 def is_command_line(text: str, continued: bool = False) -> bool:
     """Whether ``text`` is (part of) a launch command; ``continued``: the line before it ended with ``\\``.
-    Cheap: a line with no ``--``, no ``=`` and no trailing ``\\`` is tested by two ``in`` checks only."""
+    Cheap: a line with no ``--``, no ``=`` and no ``\\`` is decided by three ``in`` checks."""
+    if continued:
+        return bool(text.strip())
+    if "\\" not in text and "--" not in text and "=" not in text:
+        return False
     s = text.strip()
     if not s:
         return False
-    if continued or s[-1] == "\\" or _FLAG_START.match(s):
+    if s[-1] == "\\" or _FLAG_START.match(s):
         return True
     if "\\" in s[-80:] and continues(s):
         return True
-    if "--" not in s and "=" not in s:
-        return False
     return LAUNCH_START.match(s) is not None
 
 
-def cut_operators(s: str) -> str:
-    """``s`` up to its first unquoted pipe, list operator or redirection (``|``, ``||``, ``&&``, ``;``, ``&``,
-    ``>``, ``>>``, ``2>&1``, ``&>``, ``<``): what follows is another command or a file name, not this command's words.
-    Quoted text (``--rollout-stop '</answer>'``) is kept."""
-    quote = ""
-    for i, c in enumerate(s):
+SEPARATOR = "\x00"  # between the words of two commands of one line (``cd verl && python3 -m ...``)
+
+
+def _segments(s: str) -> list[str]:
+    """``s`` split at its unquoted ``&&``, ``||`` and ``;``, each part cut at its first pipe, background ``&`` or
+    redirection (``|``, ``&``, ``>``, ``>>``, ``2>&1``, ``&>``, ``<``): what follows those is another program's
+    words or a file name. Quoted text (``--rollout-stop '</answer>'``) is kept."""
+    out: list[str] = []
+    quote, start, cut = "", 0, None
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
         if quote:
-            if c == quote:
-                quote = ""
+            quote = "" if c == quote else quote
         elif c in "'\"":
             quote = c
-        elif c in "|;<>" or (c == "&" and (s[i + 1:i + 2] in ("&", ">", " ", "") or s[i - 1:i] == ">")):
+        elif c == ";" or s[i:i + 2] in ("&&", "||"):
+            out.append(s[start:cut if cut is not None else i])
+            i += 1 if c == ";" else 2
+            start, cut = i, None
+            continue
+        elif cut is None and (c in "|<>" or c == "&"):
             j = i
-            while j > 0 and s[j - 1].isdigit():
+            while j > start and s[j - 1].isdigit():
                 j -= 1  # the fd of 2>&1
-            return s[:j] if j == 0 or s[j - 1] in " \t" else s[:i]
-    return s
+            cut = j if j == start or s[j - 1] in " \t" else i
+        i += 1
+    out.append(s[start:cut if cut is not None else n])
+    return out
 
 
 def words(s: str) -> list[str]:
-    """The shell words of one command line (quotes removed as the shell does), up to its first operator
-    (cut_operators); on an unbalanced quote, the blank-separated words."""
-    s = cut_operators(strip_comment(s))
-    try:
-        return shlex.split(s)
-    except ValueError:
-        return s.split()
+    """The shell words of one command line (quotes removed as the shell does), the commands of a ``&&`` / ``;``
+    list separated by SEPARATOR, each without what follows its pipe or redirection (_segments); on an unbalanced
+    quote, the blank-separated words."""
+    out: list[str] = []
+    for k, part in enumerate(_segments(strip_comment(s))):
+        if k:
+            out.append(SEPARATOR)
+        try:
+            out.extend(shlex.split(part))
+        except ValueError:
+            out.extend(part.split())
+    return out
 
 
 def setting_lines(lines: list) -> set[int]:
@@ -125,6 +144,8 @@ def setting_lines(lines: list) -> set[int]:
     cont = -1
     for ln in lines:
         t = ln.text
+        if ln.no != cont + 1 and "\\" not in t and "--" not in t and "=" not in t:
+            continue  # (is_command_line's first test, inlined: this loop runs over every line of a log)
         if is_command_line(t, ln.no == cont + 1):
             out.add(ln.no)
             cont = ln.no if t.rstrip()[-1:] == "\\" or continues(t.strip()) else -1

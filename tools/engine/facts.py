@@ -37,8 +37,8 @@ import yaml
 
 from grpo_debug.tools.engine.documents import (DocumentError, compose_yaml, load_json, resolve_interpolations,
                                                scalar_value)
-from grpo_debug.tools.engine.command_lines import (ASSIGNS_ONLY, ENV_ASSIGN, split_continuation, starts_command,
-                                                   strip_comment, words)
+from grpo_debug.tools.engine.command_lines import (ASSIGNS_ONLY, ENV_ASSIGN, SEPARATOR, split_continuation,
+                                                   starts_command, strip_comment, words)
 from grpo_debug.tools.engine.normalize import Line
 
 
@@ -317,12 +317,24 @@ def _add_flags(words: list[tuple[str, int, str]], fs: FactSet, prefix: str = "")
 
 
 def _flush_command(fs: FactSet, pending: list[tuple[list[str], int, str]], array: bool) -> None:
-    """Facts of one launch command read over all its lines (``pending``: each line's words, number, text): the
-    environment assignments before the launcher (``CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 swift rlhf ...``),
-    every ``--flag`` and every Hydra override, each at its own line (the words of each line stop at a pipe, ``&&``,
-    ``;`` or a redirection: command_lines.cut_operators)."""
-    words = [(w, no, text) for ws, no, text in pending for w in ws]
+    """Facts of one launch command read over all its lines (``pending``: each line's words, number, text), each
+    command of a ``&&`` / ``;`` list on its own (_segment_facts)."""
+    seg: list[tuple[str, int, str]] = []
+    for ws, no, text in pending:
+        for w in ws:
+            if w == SEPARATOR:
+                _segment_facts(fs, seg, array)
+                seg = []
+            else:
+                seg.append((w, no, text))
+    _segment_facts(fs, seg, array)
     pending.clear()
+
+
+def _segment_facts(fs: FactSet, words: list[tuple[str, int, str]], array: bool) -> None:
+    """The environment assignments before the launcher (``CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 swift rlhf``),
+    every ``--flag`` and every Hydra override of one command, each at its own line (the words stop at a pipe or a
+    redirection: command_lines.words)."""
     i = 0
     while not array and i < len(words) and (m := ENV_ASSIGN.match(words[i][0])):
         fs.add(m.group(1), parse_scalar(m.group(2)), words[i][1], "env", words[i][2])
