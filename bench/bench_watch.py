@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,9 @@ def _cpu(pid: int) -> float:
         return 0.0
 
 
-def run(mb: float, rate: float, interval: float, profile: str | None = None) -> dict:
+def run(mb: float, rate: float, interval: float, profile: str | None = None, healthy: bool = False) -> dict:
+    """One benchmark run (module docstring); ``healthy``: only the part of the log before its first planted
+    line is written (the steady state: chatter and metric lines, no event), and no alert is expected."""
     from gen_real_log import generate
 
     tmp = tempfile.mkdtemp(prefix="bench-watch-")
@@ -64,6 +67,8 @@ def run(mb: float, rate: float, interval: float, profile: str | None = None) -> 
     for ln in data.split(b"\n")[:-1]:
         starts.append(starts[-1] + len(ln) + 1)
     marks = {k: starts[v - 1] for k, v in planted.items() if k.endswith("_line")}  # byte where each planted line starts
+    if healthy:
+        data, marks = data[:min(marks.values())], {}
     written: dict[str, float] = {}
     cpu0 = _cpu(p.pid)
     t0, block = time.monotonic(), max(4096, int(rate * 2**20 / 20))  # 20 writes a second
@@ -93,9 +98,10 @@ def run(mb: float, rate: float, interval: float, profile: str | None = None) -> 
     latency = {k: (round(first[s][0] - written[k], 2), first[s][1]["onset_line"], first[s][1]["onset_step"])
                if s in first and k in written else None for k, s in want.items()}
     size = os.path.getsize(log)
+    shutil.rmtree(tmp, ignore_errors=True)
     return {"mb": round(size / 2**20, 2), "rate_mb_s": rate, "write_s": round(wrote_s, 1),
             "alert_latency_s (s, onset line, onset step)": latency, "planted": {k: planted[k] for k in marks},
-            "alerts": sorted(first), "cpu_share_of_one_core_while_writing": round(cpu_writing / wrote_s, 3),
+            "alerts": sorted(first), "updates": sum(e["event"] == "update" for _, e in events), "cpu_share_of_one_core_while_writing": round(cpu_writing / wrote_s, 3),
             "cpu_s_total_with_startup": round(ru.ru_utime + ru.ru_stime, 2),
             "bytes_read_per_byte": round(status[-1]["bytes_read"] / size, 3) if status else None,
             "evaluations": status[-1]["evaluations"] if status else None,
@@ -109,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", type=float, default=10.0, help="the watcher's --interval (default 10)")
     ap.add_argument("--profile", metavar="FILE", help="run the watcher under cProfile, its stats written to FILE "
                                                         "(read with python -m pstats FILE)")
+    ap.add_argument("--healthy", action="store_true", help="write only the log's part before its first planted "
+                                                           "line (the steady state; no alert expected)")
     a = ap.parse_args(argv)
-    print(json.dumps(run(a.mb, a.rate_mb, a.interval, a.profile), indent=1))
+    print(json.dumps(run(a.mb, a.rate_mb, a.interval, a.profile, a.healthy), indent=1))
     return 0
 
 

@@ -37,8 +37,9 @@ def add_watch_parser(sub) -> None:
     w.add_argument("--idle", type=_seconds, default=5.0, metavar="S", help="seconds of no growth that end "
                                                                           "--until-eof (default 5)")
     w.add_argument("--interval", type=_seconds, default=10.0, metavar="S",
-                   help="evaluate the rules at least every S seconds while input grows (default 10); an error, "
-                        "event or non-finite line is evaluated at once")
+                   help="evaluate the rules every S seconds while metric or rule-matched lines arrive (default "
+                        "10), backing off to 6xS while nothing new is found; a new kind of error, event or "
+                        "non-finite line is evaluated at once")
     w.add_argument("--on-alert", metavar="CMD", help="run CMD (split like a shell, run without one) once per "
                                                      "alert, the finding as JSON on stdin, 30 s timeout")
     w.add_argument("--state", metavar="FILE", help="save offsets and alerts here; a restart does not repeat them")

@@ -340,3 +340,55 @@ def test_repeated_chatter_with_an_error_word_does_not_re_trigger_but_a_new_kind_
     assert g._new_urgent(b"step 1: WARNING Timeout waiting for 3 workers\n")
     assert not g._new_urgent(b"step 2: WARNING Timeout waiting for 4 workers\nstep 3: ok\n")
     assert g._new_urgent(b"step:9 - actor/grad_norm:nan - actor/lr:0.000\n")
+
+
+def test_urgent_lines_found_by_the_prefilter_engine_are_the_urgent_regex_lines():
+    """The engine's line hits (hyperscan, RE2 or pure Python, as installed) are exactly the lines URGENT matches."""
+    from grpo_debug.tools.watch_state import URGENT, URGENT_LINES, urgent_engine
+
+    texts = [NAN_LOG.read_bytes()] + [p.read_bytes()[:1 << 20] for p in HEALTHY[:6]]
+    texts.append(b"x-inf y\nINFO ok\ninfo\nRuntimeError: boom\nErrors: 0\nnanoseconds 3\nloss: NaN\nKilled\n")
+    for data in texts:
+        data = data[:data.rfind(b"\n") + 1]
+        want, pos = [], 0
+        for ln in data.split(b"\n")[:-1]:
+            if URGENT.search(ln):
+                want.append(pos)
+            pos += len(ln) + 1
+        got, _ = urgent_engine().line_hits(data, URGENT_LINES)
+        assert sorted(got) == want[:URGENT_LINES]
+
+
+def test_chatter_is_not_evaluated_and_the_interval_backs_off_until_an_alert(tmp_path):
+    log = tmp_path / "train.log"
+    chatter = [f"(pid=7) rollout worker {i} heartbeat ok\n" for i in range(3100)]  # past the kept head lines
+    log.write_text("".join(HEADER + healthy_body(30) + chatter))
+    w = Watch(_opts(log, interval=10.0), rules=default_rules(), out=io.StringIO())
+    w.discover()
+    p, step = str(log), 31
+    w.poll_all()
+    assert w.due(p, time.monotonic(), False)  # the first evaluation: at once
+    assert w.evaluate(p) == [] and w.seen[p]["every"] == 20.0  # nothing said: the interval doubles
+    with open(log, "a") as fh:  # chatter no rule pattern or metric reads
+        fh.write("".join(chatter[:300]))
+    w.poll_all()
+    t = w.seen[p]["t"]
+    assert w.followers[p].bytes_read > w.seen[p]["bytes"] and not w.due(p, t + 1000, False)
+    everies = []
+    for _ in range(4):  # new metric lines: evaluated once the (backed-off) interval has passed
+        with open(log, "a") as fh:
+            fh.write("".join(healthy_body(5, step)))
+        step += 5
+        w.poll_all()
+        every, t = w.seen[p]["every"], w.seen[p]["t"]
+        assert not w.due(p, t + every - 1, False) and w.due(p, t + every, False)
+        assert w.evaluate(p) == []
+        everies.append(w.seen[p]["every"])
+    assert everies == [40.0, 60.0, 60.0, 60.0]  # doubled up to 6 x --interval
+    with open(log, "a") as fh:
+        fh.write("".join(nan_tail(step)))
+    w.poll_all()
+    assert w.due(p, w.seen[p]["t"] + w.opts.min_gap, False)  # a NaN: at once, whatever the interval
+    said = w.evaluate(p)
+    assert any(r["symptom"] == "nan_inf" for _, r in said) and w.seen[p]["every"] == 10.0
+    w.finish()

@@ -1,12 +1,17 @@
 """``grpo-debug watch PATH...``: follow a live run and speak when a finding first reaches medium or high confidence.
 
 The incremental form of the streamed triage (tools/streaming.py): each followed file (tools/watch_state.py) is
-read once, only its new bytes, into the same scanner, series store and line quotas a whole-file scan uses. Every
-``interval`` seconds, or after ``metric_every`` new metric lines, or at once (at most every ``min_gap`` seconds)
-when a new event, error or non-finite line arrives, a snapshot of a follower is evaluated: its store materialised
-and the rules run (tools/triage.py ``_result``, as the streamed path does). **Cost**: a poll is proportional to
-the new bytes; a snapshot is bounded by the store (at most ``TABLE_POINTS`` points) and the kept lines (quotas),
-never by the file's size; memory is bounded the same way.
+read once, only its new bytes, into the same scanner, series store and line quotas a whole-file scan uses. A
+snapshot of a follower is evaluated (its store materialised and the rules run, tools/triage.py ``_result``, as
+the streamed path does) at once (at most every ``min_gap`` seconds) when a new kind of event, error or non-finite
+line or a rule pattern's first line arrives; after ``metric_every`` new metric lines; else when what the rules
+read changed (new metric or candidate lines, not chatter) and the follower's interval has passed: ``interval``
+seconds, doubled after each evaluation that said nothing new up to ``max_interval`` (default ``BACKOFF`` x
+``interval``), back to ``interval`` after an alert or update (:meth:`Watch.due`). **Cost**: a poll is
+proportional to the new bytes (31 ms of CPU per MiB on the benchmark's verl log, bench/bench_watch.py); a
+snapshot is bounded by the store (at most ``TABLE_POINTS`` points) and the kept lines (quotas), never by the
+file's size (0.3-0.5 s); memory is bounded the same way. A slow change over the metric series (a late climb) is
+seen within one interval, at most ``max_interval`` seconds after the deciding step's line.
 
 Alerts: a finding (symptom, top rule) of one run (a PATH argument) is said once, when it first reaches medium or
 high confidence, with its onset (first evidence line and the step there). A later snapshot where it is more
@@ -33,6 +38,7 @@ CONF = {"low": 0, "medium": 1, "high": 2}
 MAX_FOLLOWERS = 64
 RESCAN_S = 5.0          # a folder is listed again for new store files this often
 ALERT_TIMEOUT = 30.0    # seconds an --on-alert command may run
+BACKOFF = 6             # the interval doubles while evaluations say nothing new, up to BACKOFF x --interval
 
 
 class WatchError(Exception):
@@ -56,6 +62,7 @@ class Options:
     metric_every: int = 2000
     min_gap: float = 0.5
     poll: float = 0.2
+    max_interval: float | None = None  # the interval backs off to this (None: BACKOFF x interval)
 
 
 def parse_fail_on(text: str | None) -> set[str]:
@@ -164,7 +171,7 @@ class Watch:
         except OSError as e:
             raise WatchError(f"{path[:200]}: cannot read ({e.strerror or e}); check the path and permissions") from None
         self.followers[path], self.run_of[path] = f, run
-        self.seen[path] = {"t": 0.0, "urgent": 0, "metric": 0, "bytes": 0}
+        self.seen[path] = {"t": 0.0, "urgent": 0, "sig": (0, 0, 0, 0), "bytes": 0, "every": self.opts.interval}
 
     # -- the loop ------------------------------------------------------------------------------------------
     def poll_all(self) -> tuple[int, bool]:
@@ -184,23 +191,33 @@ class Watch:
         return new, backlog
 
     def due(self, path: str, now: float, backlog: bool, final: bool = False) -> bool:
-        """Whether the follower at ``path`` is evaluated now (module docstring)."""
+        """Whether the follower at ``path`` is evaluated now: at the end (``final``); at once (at most every
+        ``min_gap`` s) for a new kind of urgent line or a rule pattern's first line; after ``metric_every`` new
+        metric lines; else every ``every`` seconds (the interval, doubled after each evaluation that said
+        nothing new, up to ``max_interval``) when what the rules read changed (follower ``signature``: metric
+        lines, kept candidate lines); bytes no rule reads (chatter) are never evaluated for."""
         f, s = self.followers[path], self.seen[path]
         if f.bytes_read == s["bytes"]:
             return False
-        if final or now - s["t"] >= self.opts.interval:
+        if final:
+            return True
+        sig, old = f.signature(), s["sig"]
+        if now - s["t"] >= s["every"] and (sig[:2] != old[:2] or sig[3] != old[3]):
             return True
         if backlog:
             return False
-        return (f.counts()[1] - s["metric"] >= self.opts.metric_every
-                or (f.urgent() != s["urgent"] and now - s["t"] >= self.opts.min_gap))
+        return (sig[0] - old[0] >= self.opts.metric_every
+                or ((f.urgent() != s["urgent"] or sig[2] != old[2]) and now - s["t"] >= self.opts.min_gap))
 
     def evaluate(self, path: str) -> list[tuple[str, dict]]:
-        """Run the rules on the follower's snapshot; the (event, record) pairs to say: alert or update."""
+        """Run the rules on the follower's snapshot; the (event, record) pairs to say: alert or update. The next
+        interval (``due``) is the base one after an alert or update, else twice the last (capped)."""
         from grpo_debug.tools.triage import _result
 
         f, t0 = self.followers[path], time.monotonic()
-        self.seen[path] = {"t": t0, "urgent": f.urgent(), "metric": f.counts()[1], "bytes": f.bytes_read}
+        every = self.seen[path]["every"]
+        self.seen[path] = s = {"t": t0, "urgent": f.urgent(), "sig": f.signature(), "bytes": f.bytes_read,
+                               "every": every}
         if f.fd is None and f.bytes_read == 0:
             return []
         ctx, lines = snapshot(f)
@@ -223,6 +240,8 @@ class Watch:
             else:
                 continue
             self.alerted[rec["key"]] = {k: rec[k] for k in ("confidence", "onset_line", "onset_step", "generation")}
+        cap = self.opts.max_interval or BACKOFF * self.opts.interval
+        s["every"] = self.opts.interval if out else min(cap, max(every * 2, self.opts.interval))
         return out
 
     def _record(self, path: str, fd, ctx, res) -> dict:

@@ -244,6 +244,15 @@ class LogFollower(_FileFollower):
         """Chunks read so far that held an URGENT word (a change: evaluate at once)."""
         return self.gen.urgent if self.gen else 0
 
+    def signature(self) -> tuple[int, int, int, int]:
+        """What the rules read, in counts: (metric lines, kept candidate lines, patterns seen, log2 of the
+        candidate lines matched). Equal signatures: the new bytes were chatter no rule reads (tools/watch.py
+        skips the interval's evaluation); a new pattern (the third count) is evaluated at once."""
+        if not self.gen:
+            return (0, 0, 0, 0)
+        k = self.gen.sc.keeper
+        return (self.gen.store.metric_lines, len(k.kept), len(k.first), sum(k.matched.values()).bit_length())
+
 
 class _StoreFollower(_FileFollower):
     """A metric store file into a SeriesStore; its snapshot has no kept lines (its evidence is read back)."""
@@ -259,6 +268,10 @@ class _StoreFollower(_FileFollower):
     def urgent(self) -> int:
         """Non-finite values read so far (a change: evaluate at once)."""
         return self.nonfinite
+
+    def signature(self) -> tuple[int, int, int, int]:
+        """(metric values added, 0, 0, records): as LogFollower.signature, for a store."""
+        return (self.store.metric_lines, 0, 0, self.records)
 
 
 class JsonlFollower(_StoreFollower):
