@@ -75,7 +75,16 @@ def _value(draw, wrappers: tuple[str, ...] = ()):
 
 
 _KEYS = ["actor/pg_loss", "actor/entropy", "actor/grad_norm", "actor/ppo_kl", "critic/score/mean",
-         "critic/rewards/mean", "response_length/mean", "actor/pg_clipfrac", "perf/throughput", "timing_s/gen"]
+         "critic/rewards/mean", "response_length/mean", "actor/pg_clipfrac", "perf/throughput", "timing_s/gen",
+         "val-core/openai/gsm8k/reward/mean@1", "response_length/clip_ratio", "training/global_step"]
+
+# lines a training log holds between metric records (Ray, vLLM, tqdm chatter with numbers in them)
+_NOISE = ["INFO 12-01 10:00:00 [loader.py:458] Loading weights took 3.21 seconds",
+          "Training Progress:  10%|#         | 10/100 [00:10<01:30,  1.00s/it]",
+          "(WorkerDict pid=5678) [2026-12-01 10:00:01] Saved checkpoint to /ckpt/global_step_20 (12.5 GB)",
+          "WARNING 12-01 10:00:02 [scheduler.py:1010] Sequence group 7 is preempted by PreemptionMode.RECOMPUTE",
+          "(raylet) [2026-12-01 10:00:03,123 E 42 42] file_system_monitor.cc:111: /tmp/ray is over 95% full"]
+_PREFIXES = ["", "(TaskRunner pid=4242) ", "\x1b[36m(TaskRunner pid=4242)\x1b[0m "]
 
 
 @st.composite
@@ -102,12 +111,12 @@ def _expected(records) -> dict[str, list[tuple[float, float]]]:
 
 def _verl(records, prefix: str = "") -> str:
     return "\n".join(prefix + f"step:{s} - " + " - ".join(f"{k}:{t}" for k, (t, _) in vals.items())
-                     for s, vals in records) + "\n"
+                     + "\n" + _NOISE[s % len(_NOISE)] for s, vals in records) + "\n"
 
 
 def _slime(records) -> str:
-    return "\n".join(f"step {s}: {{" + ", ".join(f"'{k}': {t}" for k, (t, _) in vals.items()) + "}"
-                     for s, vals in records) + "\n"
+    return "\n".join(f"step {s}: {{" + ", ".join(f"'{k}': {t}" for k, (t, _) in vals.items()) + "}\n"
+                     + _NOISE[s % len(_NOISE)] for s, vals in records) + "\n"
 
 
 def _hf(records) -> str:
@@ -182,7 +191,7 @@ def _with_step_series(key):
 
 # format -> (records strategy, printer, series the step field adds, the file name a store reader takes it as)
 FORMATS = {
-    "verl": (lambda: _records(wrappers=("np", "tensor")), lambda r: _verl(r, "(TaskRunner pid=4242) "), None, None),
+    "verl": (lambda: _records(wrappers=("np", "tensor")), lambda r: _verl(r, _PREFIXES[r[0][0] % 3]), None, None),
     "slime": (lambda: _records(keys=["train/loss", "train/kl", "train/grad_norm", "rollout/raw_reward"],
                                wrappers=("np", "np32", "tensor")), _slime, None, None),
     "hf_trainer": (lambda: _records(keys=["loss", "grad_norm", "learning_rate", "epoch", "reward"], wrappers=("np",)),
