@@ -423,9 +423,9 @@ def test_words_stop_at_operators_but_not_inside_quotes():
 
 
 def test_an_unclosed_bash_array_ends_at_its_cap():
-    from grpo_debug.tools.engine import facts as facts_mod
+    from grpo_debug.tools.engine import launch_facts
 
-    text = "ARGS=(\n" + "".join(f"   --flag-{i} {i}\n" for i in range(facts_mod._MAX_ARRAY_LINES + 5))
+    text = "ARGS=(\n" + "".join(f"   --flag-{i} {i}\n" for i in range(launch_facts._MAX_ARRAY_LINES + 5))
     text += "step:1 - actor/pg_loss:0.5 - actor/grad_norm:0.1\n"
     ctx, got = _facts(text)
     assert got[("flag_0", 2)] == 0 and ("flag_2004", 2006) in got

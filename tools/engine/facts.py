@@ -8,13 +8,13 @@ Sources, in order of precedence inside one input:
 - a config printed as a Python dict (verl's ``pprint(OmegaConf.to_container(config, resolve=True))`` at start,
   printed_config.py), each key at its own line;
 - verl/Hydra overrides ``a.b.c=v`` (also ``+a.b=v`` / ``++a.b=v``) anywhere in a command;
-- ``--flags`` of launch commands (python/torchrun/deepspeed/ray/sglang/vllm lines, their ``\\``
-  continuations and bash arrays ``ARGS=( ... )``): ``--num-gpus-per-node 4`` -> ``num_gpus_per_node=4``,
-  a flag without a value -> ``True``, several values -> a list; flags of ``ray start`` are also
-  recorded under ``ray_start.``;
-- ``Name(k=v, ...)`` reprs (TrainingArguments, GRPOConfig, vLLM engine config) and ``k=v`` lists;
+- launch commands (python/torchrun/accelerate/deepspeed/swift/ray/sglang/vllm lines, their ``\\``
+  continuations and bash arrays ``ARGS=( ... )``): every env prefix, ``--flag`` and override at its line
+  (launch_facts.py; which lines are commands: command_lines.py);
+- ``Name(k=v, ...)`` reprs (TrainingArguments, GRPOConfig, argparse ``Namespace``, vLLM engine config) and ``k=v``
+  lists; the multi-line ``GRPOConfig(`` / ``key=value,`` / ``)`` print of TrainingArguments (printed_config.py);
 - DeepSpeed config prints ``[config.py:NNN:print]   gradient_clipping ...... 0.0``;
-- ``export KEY=VAL`` and leading ``KEY=VAL cmd`` environment assignments;
+- ``export KEY=VAL`` lines (every assignment of the line);
 - ``pip list`` / ``pip show`` lines -> ``versions.<package>``;
 - a stated cluster in a comment (``# cluster: 2 nodes, 4 x A100``) -> ``cluster.nodes`` /
   ``cluster.gpus_per_node``.
@@ -30,98 +30,21 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from grpo_debug.tools.engine.documents import (DocumentError, compose_yaml, load_json, resolve_interpolations,
                                                scalar_value)
-from grpo_debug.tools.engine.command_lines import (ASSIGNS_ONLY, ENV_ASSIGN, SEPARATOR, split_continuation,
-                                                   starts_command, strip_comment, words)
+from grpo_debug.tools.engine.command_lines import ASSIGNS_ONLY, words
+from grpo_debug.tools.engine.fact_model import (Fact, FactSet, expand_vars, parse_override_value,  # noqa: F401
+                                                parse_scalar)  # (re-exported: facts.Fact, facts.parse_scalar, ...)
+from grpo_debug.tools.engine.launch_facts import ARRAY_START, command_facts, end_command, is_command_start
 from grpo_debug.tools.engine.normalize import Line
-
-
-@dataclass(slots=True)
-class Fact:
-    key: str
-    value: Any
-    line: int
-    origin: str
-    text: str = ""
-
-
-@dataclass
-class FactSet:
-    facts: list[Fact] = field(default_factory=list)
-    formats: set[str] = field(default_factory=set)
-    command_lines: set[int] = field(default_factory=set)  # lines read as (part of) a launch command
-    block_lines: set[int] = field(default_factory=set)  # every line of a config block read (parents, list items, brackets)
-
-    def add(self, key: str, value: Any, line: int, origin: str, text: str = "") -> None:
-        self.facts.append(Fact(key.strip(), value, line, origin, text.strip()[:300]))
-
-    def find(self, key: str) -> list[Fact]:
-        """Facts whose key equals ``key`` or ends with ``.key`` (case-insensitive); last wins order."""
-        k = key.lower()
-        return [f for f in self.facts if (fk := f.key.lower()) == k or fk.endswith("." + k)]
-
-    def get(self, *keys: str) -> Fact | None:
-        """The last fact set for any of ``keys`` (later settings override earlier ones)."""
-        found = [f for k in keys for f in self.find(k)]
-        return max(found, key=lambda f: f.line) if found else None
-
-    def value(self, *keys: str, default: Any = None) -> Any:
-        f = self.get(*keys)
-        return f.value if f else default
-
-    def __len__(self) -> int:
-        return len(self.facts)
-
-
-_BOOL = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}
-
-
-def parse_scalar(v: Any) -> Any:
-    """'1.0' -> 1.0, 'True' -> True, 'null' -> None, quoted strings unquoted; others unchanged."""
-    if not isinstance(v, str):
-        return v
-    s = v.strip().rstrip(",").strip()
-    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
-        s = s[1:-1]
-    low = s.lower()
-    if low in _BOOL:
-        return _BOOL[low]
-    if low in ("null", "none", "~"):
-        return None
-    try:
-        return int(s)
-    except ValueError:
-        pass
-    try:
-        return float(s)
-    except ValueError:
-        return s
 
 
 class ConfigParseError(ValueError):
     """A config document (YAML/JSON) or launch script that cannot be parsed; names the line."""
-
-
-def parse_override_value(v: str):
-    """A Hydra/verl override value as Hydra reads it ('[1,2]' -> list, 'null' -> None, quoted strings),
-    through OmegaConf's dotlist grammar as verl does; plain scalar parsing as a fallback."""
-    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-        v = v[1:-1]  # shell quoting around the whole value
-    if v == "" or "$" in v or len(v) > 2000:  # OmegaConf's grammar never sees interpolations or huge values
-        return parse_scalar(v)
-    try:
-        from omegaconf import OmegaConf
-
-        val = OmegaConf.from_dotlist([f"k={v}"])["k"]
-        return OmegaConf.to_container(val) if OmegaConf.is_config(val) else val
-    except Exception:  # noqa: BLE001 - OmegaConf raises several grammar errors; fall back to plain parsing
-        return parse_scalar(v)
 
 
 def _resolve_interpolations(text: str, flat: list[tuple[str, Any, int]]) -> list[tuple[str, Any, int]]:
@@ -216,11 +139,6 @@ def flatten_document(text: str) -> list[tuple[str, Any, int]] | None:
     return _resolve_interpolations(text, out)
 
 
-_OVERRIDE_WORD = re.compile(r"^(?:\+{0,2}([A-Za-z_]\w*(?:\.[\w-]+)+)|\+{1,2}([A-Za-z_]\w*))=(.*)$", re.S)
-_CMD_HINT = re.compile(
-    r"(?:^|[\s/$+])(?:python3?|torchrun|deepspeed|accelerate|ray (?:start|job submit)|launch_server|vllm serve|"
-    r"sglang|train\w*\.py|pretrain\w*\.py|main_ppo|openrlhf|\w+\.sh)\b")
-_FLAG = re.compile(r"^--([A-Za-z][\w.-]*)(?:=(.*))?$")
 _KWREPR = re.compile(r"\b([A-Z]\w*(?:Config|Arguments|Args)|Namespace)\((.*)\)")
 _KV = re.compile(r"(?<![\w.])([a-z_][\w]*)=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^,\s)]+)")
 _DS_PRINT = re.compile(r"\[config\.py:\d+:print\]\s+(\w+)\s+\.{2,}\s*(.*)$")
@@ -239,118 +157,10 @@ _NOT_CONFIG_KV = re.compile(r"\bpid=\d+|actor_id=|repr=<|ray::")  # Ray task/act
 _LOG_RECORD = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T][\d:,.]+\]?\s+)?(?:DEBUG|INFO|WARNING|WARN|ERROR)\b[^=\n]*?"
                          r"\[[\w./-]+\.py:\d+\]")
 _CONFIG_WORDS = re.compile(r"(?i)config|\bargs\b|argument|setting|param")
-_ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
+
 
 
 _VAR_ASSIGN = re.compile(r"^(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\"[^\"]*\"|'[^']*'|[^\s(][^\s]*)?\s*(?:#.*)?$")
-_VAR_REF = re.compile(r"\$\{([A-Za-z_]\w*)(?::?-([^}]*))?\}|\$([A-Za-z_]\w*)")
-
-
-def expand_vars(s: str, env: dict[str, str]) -> str:
-    """Expand $NAME, ${NAME} and ${NAME:-default} from shell assignments seen earlier; unknown names stay."""
-    def sub(m: re.Match) -> str:
-        name = m.group(1) or m.group(3)
-        if name in env:
-            return env[name]
-        if m.group(2) is not None:
-            return m.group(2)
-        return m.group(0)
-    return _VAR_REF.sub(sub, s)
-
-
-_SHORT = re.compile(r"^-[A-Za-z]")
-_SCRIPT = re.compile(r"\.(?:py|sh)$")
-_PATH_FLAG = re.compile(r"file|path|plugin|script|config|module|program|dir", re.I)
-_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
-_MAX_ARRAY_LINES = 2000
-
-
-def _is_value(w: str) -> bool:
-    """A word that can be a flag's value: not a flag, a short option, a ``--`` separator or an array expansion."""
-    return not (_FLAG.match(w) or _SHORT.match(w) or w in ("\\", "--") or "[@]" in w or "[*]" in w
-                or w in ("$@", "$*", '"$@"'))
-
-
-def _flag_value(name: str, vals: list[str]) -> tuple[Any, int]:
-    """(the value of ``--name`` followed by the words ``vals``, how many words it takes). Several values of one kind
-    (``--report_to tensorboard wandb``, ``--reward_weights 1.0 1.0``) are a list; a script (``grpo.py``), a module
-    after it or an override ends the values (``--num_processes 7 src/open_r1/grpo.py``); a flag without a value is
-    True."""
-    if not vals or ("=" in vals[0] and "." in vals[0].split("=")[0]):
-        return True, 0
-    if _SCRIPT.search(vals[0]) and not _PATH_FLAG.search(name):
-        return True, 0  # accelerate launch --multi_gpu train.py: a store_true flag before the script
-    kinds = {bool(_NUMBER.match(v)) for v in vals}
-    if len(vals) > 1 and len(kinds) == 1 and not any(_SCRIPT.search(v) or "=" in v or _CMD_HINT.search(v)
-                                                     for v in vals):
-        return [parse_scalar(v) for v in vals], len(vals)
-    return parse_scalar(vals[0]), 1
-
-
-def _add_flags(words: list[tuple[str, int, str]], fs: FactSet, prefix: str = "") -> None:
-    """``--flags`` of one command's words ``(word, line, line text)``: ``--k=v``, ``--k v``, ``--k v1 v2``, ``--k``;
-    ``-m module`` -> ``launch.module``. Each fact at the line of its flag."""
-    i = 0
-    while i < len(words):
-        w, no, text = words[i]
-        m = _FLAG.match(w)
-        if w == "-m" and i + 1 < len(words) and not _FLAG.match(words[i + 1][0]):
-            fs.add("launch.module", words[i + 1][0], no, "flag", text)
-            i += 2
-            continue
-        if not m or w in ("-", "--"):
-            i += 1
-            continue
-        name = m.group(1).replace("-", "_")
-        i += 1
-        if m.group(2) is not None:
-            val: Any = parse_scalar(m.group(2))
-        else:
-            vals = []
-            while i + len(vals) < len(words) and _is_value(words[i + len(vals)][0]):
-                vals.append(words[i + len(vals)][0])
-            val, used = _flag_value(name, vals)
-            i += used
-        fs.add(prefix + name, val, no, "flag", text)
-        if prefix:
-            fs.add(name, val, no, "flag", text)
-
-
-def _flush_command(fs: FactSet, pending: list[tuple[list[str], int, str]], array: bool) -> None:
-    """Facts of one launch command read over all its lines (``pending``: each line's words, number, text), each
-    command of a ``&&`` / ``;`` list on its own (_segment_facts)."""
-    seg: list[tuple[str, int, str]] = []
-    for ws, no, text in pending:
-        for w in ws:
-            if w == SEPARATOR:
-                _segment_facts(fs, seg, array)
-                seg = []
-            else:
-                seg.append((w, no, text))
-    _segment_facts(fs, seg, array)
-    pending.clear()
-
-
-def _segment_facts(fs: FactSet, words: list[tuple[str, int, str]], array: bool) -> None:
-    """The environment assignments before the launcher (``CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 swift rlhf``),
-    every ``--flag`` and every Hydra override of one command, each at its own line (the words stop at a pipe or a
-    redirection: command_lines.words)."""
-    i = 0
-    while not array and i < len(words) and (m := ENV_ASSIGN.match(words[i][0])):
-        fs.add(m.group(1), parse_scalar(m.group(2)), words[i][1], "env", words[i][2])
-        i += 1
-    while i < len(words) and words[i][0] in ("export", "nohup", "time", "exec"):
-        i += 1
-    rest = words[i:]
-    prefix = "ray_start." if [w for w, _, _ in rest[:2]] == ["ray", "start"] else ""
-    _add_flags(rest, fs, prefix)
-    for w, no, text in rest:
-        m = _OVERRIDE_WORD.match(w)
-        if m:
-            fs.add(m.group(1) or m.group(2), parse_override_value(m.group(3)), no, "override", text)
-            fs.formats.add("hydra-overrides")
-
-
 def _document_facts(fs: FactSet, lines: list[Line], whole_text: str | None, fmt_hint: str | None) -> set[int]:
     """Facts of an input that is one YAML/JSON document; returns the line numbers it covered."""
     doc_lines: set[int] = set()
@@ -432,50 +242,6 @@ def _line_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str]
     return False
 
 
-def _command_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str], state: dict,
-                   starts_array: re.Match[str] | None) -> None:
-    """One line of a launch command or a bash array: its words (``$VAR`` expanded from earlier assignments) join
-    ``state["pending"]``; when the command ends (no ``\\``, or the array's ``)``), it is read (_flush_command).
-    ``state``: ``in_cmd`` (the next line continues it), ``in_array``, ``pending``."""
-    body = s[2:] if s.startswith(("$ ", "+ ")) else s
-    if "$" in body:
-        body = expand_vars(body, shell_vars)
-    in_array = state["in_array"]
-    if starts_array:
-        in_array = True
-        body = starts_array.group(1)
-    body, more = split_continuation(strip_comment(body))
-    if in_array and body.rstrip().endswith(")") and body.count("(") < body.count(")"):
-        in_array = False
-        body = body.rstrip()[:-1]
-    inc = re.search(r"--include[ =]\S*?:([\d,]+)", body)
-    if inc:
-        fs.add("num_gpus", len(inc.group(1).split(",")), no, "flag", t)
-    state["pending"].append((words(body), no, t))
-    if in_array and len(state["pending"]) > _MAX_ARRAY_LINES:
-        in_array = False  # an array whose ')' never came: read what it had
-    fs.formats.add("launch-command")
-    fs.command_lines.add(no)
-    state["in_cmd"], state["in_array"] = more, in_array
-    if not more and not in_array:
-        _flush_command(fs, state["pending"], state.pop("array", False) or bool(starts_array))
-    elif starts_array:
-        state["array"] = True
-
-
-def _is_command_start(s: str) -> bool:
-    """A stripped line that starts a launch command (or is a lone ``--flag`` line of a pasted fragment)."""
-    return (bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or starts_command(s)
-            or (s.endswith("\\") and not ASSIGNS_ONLY.match(s)))
-
-
-def _end_command(fs: FactSet, state: dict) -> None:
-    """A command cut short (a blank line, the end of the input, a line that is not part of it) is read as it is."""
-    if state["pending"]:
-        _flush_command(fs, state["pending"], state.pop("array", False))
-    state["in_cmd"] = state["in_array"] = False
-
-
 def _kwargs_facts(fs: FactSet, t: str, no: int, is_cmd: bool) -> None:
     """``XConfig(key=value, ...)`` reprs, and lines of two or more key=value pairs outside commands."""
     m = _KWREPR.search(t)
@@ -536,7 +302,7 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
         s = t.strip()
         if not s:
             if not state["in_array"]:  # a blank line ends a command, not a bash array
-                _end_command(fs, state)
+                end_command(fs, state)
             continue
         # embedded JSON blocks (e.g. `cat ds_config.json` in a log)
         if not doc_lines and (json_buf or (s == "{" and not t.startswith(" "))):
@@ -555,14 +321,14 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
         cont = state["in_cmd"] or state["in_array"]
         if _line_facts(fs, s, t, ln.no, shell_vars, state["in_array"]):
             continue
-        starts_array = _ARRAY_START.match(s)
-        is_cmd = cont or bool(starts_array) or _is_command_start(s)
+        starts_array = ARRAY_START.match(s)
+        is_cmd = cont or bool(starts_array) or is_command_start(s)
         if is_cmd:
-            _command_facts(fs, s, t, ln.no, shell_vars, state, starts_array)
+            command_facts(fs, s, t, ln.no, shell_vars, state, starts_array)
         else:
-            _end_command(fs, state)
+            end_command(fs, state)
         _kwargs_facts(fs, t, ln.no, is_cmd)
-    _end_command(fs, state)
+    end_command(fs, state)
     return fs
 
 
