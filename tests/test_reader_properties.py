@@ -36,10 +36,8 @@ import tempfile
 from functools import lru_cache
 
 import pytest
-
-hyp = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 TEXT_EXAMPLES, PATH_EXAMPLES, SLOW_EXAMPLES = 100, 40, 300
 _SETTINGS = dict(deadline=None, derandomize=True, database=None,
@@ -70,7 +68,8 @@ def _value(draw, wrappers: tuple[str, ...] = ()):
         text = f"np.float32({text})"
     elif kind == "tensor":
         text = draw(st.sampled_from([f"tensor({text})", f"tensor({text}, device='cuda:0')",
-                                     f"tensor({text}, device='cuda:0', dtype=torch.bfloat16)"]))
+                                     f"tensor({text}, device='cuda:0', dtype=torch.bfloat16)",
+                                     f"tensor([{text}], device='cuda:0')"]))
     return text, x
 
 
@@ -343,6 +342,16 @@ def test_every_value_read_back_exactly_every_way_many(fmt):
         _all_paths(fmt, printer(records), _want(fmt, records))
 
     prop()
+
+
+def test_a_record_no_reader_understands_is_not_read_as_prose():
+    """A dict holding a value that is no scalar (a tensor of two numbers) is not parsed; its numbers are not taken
+    as values stated in prose (that reader read ``-0.9131`` as ``0.9131`` and numbered the values 1, 2, ...)."""
+    for text in ["step 4: {'train/loss': tensor([-0.9131, 0.5]), 'train/kl': -0.9131}",
+                 "{'loss': tensor([-0.9131, 0.5]), 'grad_norm': 0.5, 'epoch': 0.1}",
+                 "(TaskRunner pid=1) step:3 - actor/pg_loss:[-0.9131, 0.5] - actor/kl:[1.2e-05]"]:
+        ctx = via_text(text)
+        assert _series(ctx.metrics) == {} and not ctx.metrics.lines, (text, _series(ctx.metrics))
 
 
 # ---- a printed config is config, never a metric series -----------------------------------------------------

@@ -10,15 +10,16 @@ import re
 
 # a number printed inside its type: numpy >= 2 scalars' repr (``np.float64(-0.9131)``, ``np.float32(nan)``), a torch
 # scalar tensor's repr (``tensor(0.5000)``, ``tensor(-inf, device='cuda:0', dtype=torch.bfloat16)``,
-# ``tensor(1.2e-05, grad_fn=<MeanBackward0>)``): the number is the first argument, kept as printed
+# ``tensor(1.2e-05, grad_fn=<MeanBackward0>)``, a one-element ``tensor([0.5000], device='cuda:0')``): the number is
+# the first argument, kept as printed (a tensor of several numbers is no metric value: its dict is not read)
 _NP_WRAP = re.compile(r"(?:np|numpy)\.(?:float|int|uint)\d*\(([^(),]*)\)"  # (no nested repeats: linear)
-                      r"|(?<![\w.])tensor\(([^(),\[\]]*)(?:,[^()]*)?\)")
+                      r"|(?<![\w.])tensor\((?:([^(),\[\]]*)|\[([^(),\[\]]*)\])(?:,[^()]*)?\)")
 _NP_BOOL = re.compile(r"\b(?:np|numpy)\.(True|False)_\b")
 _BARE_NAN = re.compile(r"(?<!['\"\w])(-?)(nan|inf|NaN|Infinity|-Infinity)(?!['\"\w])")
 
 
 def _unwrap(m: re.Match) -> str:
-    return (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+    return next(g for g in m.groups() if g is not None).strip()
 
 
 def to_float(v: object) -> float | None:

@@ -27,9 +27,16 @@ def _is_prose(t: str) -> bool:
     return len(t.split()) >= 4 or bool(_CJK.search(t))
 
 
+# a printed metric record no other unit could read (a dict that does not parse, a verl line with a value it cannot
+# read): not prose; left not understood rather than read as mentions
+_RECORD = re.compile(r"""\{\s*['"]|\bstep:\s*\d+\s+-\s""")
+
+
 def prose_mentions(ln, table, state: dict) -> bool:
     t = ln.text
     if len(t) < 12 or ("/" not in t and "_" not in t) or not any(c.isdigit() for c in t) or not _is_prose(t):
+        return False
+    if _RECORD.search(t):
         return False
     from grpo_debug.tools.run.names import metric_name
 
