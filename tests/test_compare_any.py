@@ -189,6 +189,8 @@ def test_inputs_that_do_not_make_two_runs_are_clear_errors(tmp_path):
         compare_runs(a_text="\n".join(verl(seed=1)), b_text="")
     with pytest.raises(InputError, match="give two runs"):
         compare_runs()
+    with pytest.raises(InputError, match=r"too large to search for several runs \(4\.8 MiB > 4 MiB.*two files"):
+        compare_runs(a_text="step:1 - loss:0.1\n" * 280_000)
     (tmp_path / "one").mkdir()
     (tmp_path / "one" / "train.log").write_text("\n".join(verl(seed=1)) + "\n")
     with pytest.raises(InputError, match="holds one run"):
@@ -245,6 +247,11 @@ async def test_mcp_compare_runs_paste_files_and_errors(tmp_path):
         files = await c.call_tool("compare_runs", {"a": str(tmp_path / "a.log"), "b": str(tmp_path / "b.log")})
         one = await c.call_tool("compare_runs", {"a": "\n".join(verl(seed=1))})
         outside = await c.call_tool("compare_runs", {"a": "/etc/passwd", "b": str(tmp_path / "b.log")})
+        sweep = tmp_path / "sweep"
+        sweep.mkdir()
+        for i in range(3):
+            (sweep / f"seed{i}.log").write_text("\n".join(verl(seed=30 + i, gn=70.0 if i == 1 else 0.3)))
+        folder = await c.call_tool("compare_runs", {"a": str(sweep)})
         lines = await c.call_tool("compare_runs", {"a": verl(steps=1, seed=5, launch=False)[0],
                                                    "b": verl(steps=1, seed=6, gn=60.0, launch=False)[0]})
     sc = r.structured_content
@@ -253,6 +260,8 @@ async def test_mcp_compare_runs_paste_files_and_errors(tmp_path):
     assert not files.is_error and files.structured_content["broken"] == "B"
     assert one.is_error and "holds one run" in one.content[0].text and "[A]" in one.content[0].text
     assert outside.is_error and "outside the allowed roots" in outside.content[0].text
+    roles = {r["name"]: r["role"] for r in folder.structured_content["runs"]}
+    assert not folder.is_error and roles == {"seed0.log": "A", "seed1.log": "B", "seed2.log": ""}
     # one metric line each (a 1-step run pasted on one line) is text, not a path
     assert not lines.is_error and lines.structured_content["aligned"] == "few"
     assert lines.structured_content["broken"] == "B"

@@ -62,16 +62,21 @@ def _seen(text: str) -> str:
     steps = [r.step for r in recs]
     launches = sum(1 for ln in lines if LAUNCH.match(ln))
     labels = sorted({m.group(1).upper() for ln in lines if (m := re.match(r"\s*\[([A-Za-z])\]", ln))})
-    parts = [f"{len(lines)} lines", f"{len(recs)} metric records" + (
-        f" (steps {min(steps):g}-{max(steps):g}, never starting again)" if steps else ""),
-        f"{launches} launch line{'s' if launches != 1 else ''}"]
+    counted = f"{len(recs)} metric records" + (
+        f" (steps {min(steps):g}-{max(steps):g}, never starting again)" if steps else "")
+    parts = [f"{len(lines)} lines", counted if len(text) <= 1 << 20 else "metric records not counted (over 1 MiB)",
+             f"{launches} launch line{'s' if launches != 1 else ''}"]
     parts.append(f"labels {'/'.join(labels)} only" if labels else "no [A]/[B] labels")
     return ", ".join(parts)
 
 
 def _segments(text: str):
-    from grpo_debug.tools.rundir.runs_split import split_text
+    from grpo_debug.tools.rundir.runs_split import SPLIT_MAX_CHARS, split_text
 
+    if len(text) > SPLIT_MAX_CHARS:
+        raise InputError(f"one input given and it is too large to search for several runs ({len(text) / 2**20:.1f} "
+                         f"MiB > {SPLIT_MAX_CHARS >> 20} MiB, the bound of a paste of runs): give the two runs as two "
+                         "files or folders (MCP `a` and `b`, CLI two arguments)")
     segs = split_text(text) or split_text(text, force=True)
     if not segs or len(segs) < 2:
         raise InputError(f"one input given and it holds one run ({_seen(text)}): {HOW_TO_MARK}")
