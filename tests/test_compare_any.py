@@ -111,6 +111,16 @@ def test_two_healthy_seeds_of_one_setup_do_not_diverge_and_nothing_looks_broken(
         assert "neither run looks broken" in res.summary.lower()
 
 
+def test_a_reward_at_zero_in_one_run_is_named_and_that_run_is_broken():
+    a = verl(seed=1)
+    b = [ln.replace("critic/score/mean:", "critic/score/mean:0.0 - critic/score/raw:") for ln in verl(seed=2)]
+    res = compare_runs(a_text="\n".join(a), b_text="\n".join(b))
+    med = statistics.median(float(ln.split("critic/score/mean:")[1].split()[0]) for ln in a[1:])
+    assert level(res, "score_mean")["note"] == "zero" and f"score_mean median 0 in B (A {med:.4g})" in res.summary
+    assert res.broken == "B" and res.first_divergence["metric"] == "score_mean"
+    assert any(x.startswith("reward_zero") for x in res.only_in_b)
+
+
 # ---- any length
 
 def test_one_step_runs_are_compared_by_level():

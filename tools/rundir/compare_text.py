@@ -16,12 +16,25 @@ def _steps(r: list | None) -> str:
     return "no steps" if not r else f"step {_g(r[0])}" if r[0] == r[1] else f"steps {_g(r[0])}-{_g(r[1])}"
 
 
+def _zero_words(rows: list[dict[str, Any]]) -> str:
+    """'score_mean median 0 in B (A 0.41)' for the rows whose median is zero in one run only."""
+    out = []
+    for r in rows:
+        if r.get("note") == "zero":
+            who, other = ("A", "b") if r["a"].get("median") == 0 else ("B", "a")
+            out.append(f"{r['metric']} median 0 in {who} ({other.upper()} {_g(r[other].get('median'))})")
+    return "; ".join(out[:2])
+
+
 def _level_words(rows: list[dict[str, Any]]) -> str:
     far = [r for r in rows if r.get("far")]
+    zero = _zero_words(rows)
     if far:
         return "levels apart: " + "; ".join(
             f"{r['metric']} median A {_g(r['a'].get('median'))} vs B {_g(r['b'].get('median'))} ({r['factor']:.3g}x "
-            f"higher in {r['higher']})" for r in far[:3])
+            f"higher in {r['higher']})" for r in far[:3]) + (f"; {zero}" if zero else "")
+    if zero:
+        return zero
     top = next((r for r in rows if r.get("factor") is not None), None)
     if top is None:
         return "no level to compare" if not rows else "levels: no factor applies (a median is zero or signs differ)"
