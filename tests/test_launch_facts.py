@@ -430,3 +430,16 @@ def test_an_unclosed_bash_array_ends_at_its_cap():
     ctx, got = _facts(text)
     assert got[("flag_0", 2)] == 0 and ("flag_2004", 2006) in got
     assert set(ctx.metrics.series) == {"actor/pg_loss", "actor/grad_norm"}
+
+
+def test_launch_commands_quoted_in_log_records_and_python_options():
+    text = ("[2025-03-01 10:00:00,123] INFO launcher.py:45 - Running command: torchrun --nproc_per_node 8 "
+            "src/train_grpo.py --learning_rate 1e-5 --max_grad_norm 1.0 --num_generations 8\n"
+            "+ python3 -u -m openrlhf.cli.train_ppo_ray --actor_learning_rate 5e-7 --init_kl_coef 0.01\n"
+            "accelerate launch --multi_gpu --num_processes 8 train.py --learning_rate 2e-5\n")
+    ctx, got = _facts(text)
+    assert ctx.metrics.series == {}
+    assert got[("nproc_per_node", 1)] == 8 and got[("learning_rate", 1)] == 1e-5 and got[("num_generations", 1)] == 8
+    assert got[("launch.module", 2)] == "openrlhf.cli.train_ppo_ray" and got[("init_kl_coef", 2)] == 0.01
+    assert got[("multi_gpu", 3)] is True  # a store_true flag: the script after it is not its value
+    assert got[("num_processes", 3)] == 8 and got[("learning_rate", 3)] == 2e-5

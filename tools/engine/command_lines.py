@@ -9,7 +9,8 @@ A line is a command line when:
   ``swift``, ``ray``, ``vllm``, ``sglang``, ``bash``, ``uv run``, ``srun``, ``nohup``, ...), after any number of
   ``NAME=value`` environment assignments and an optional shell prompt ``$ `` / ``set -x`` trace ``+ ``;
 - it ends with a ``\\`` continuation (a ``# comment`` after it is dropped as bash would not, but people write it);
-- it starts with a ``--flag`` word (a continuation line or a bash array element), or the line before it continued.
+- it starts with a ``--flag`` word (a continuation line or a bash array element), or the line before it continued;
+- a log record quotes a launcher followed by its flags (``Running command: torchrun --nproc_per_node 8 ...``).
 
 Stateless per line (``is_command_line(text, continued)``) so a streamed log, read chunk by chunk, can ask it too.
 :func:`setting_lines` adds the configs printed into a log (engine/printed_config.py): the lines metric readers skip.
@@ -30,6 +31,10 @@ LAUNCH_START = re.compile(
     r"(?:(?:nohup|time|exec|uv\s+run|srun(?:\s+-{1,2}[\w-]+(?:[= ][^\s-]\S*)?)*)\s+)*"
     r"(?:[\w./-]*/)?(?:python[\d.]*|torchrun|deepspeed|accelerate|swift|ray|vllm|sglang|bash|sh|mpirun|horovodrun|"
     r"trl|tune|llamafactory-cli|openrlhf\.\w+|python[\d.]*\s+-m)(?=\s|$)")
+# a launch command quoted inside a log record ("INFO ... Running command: torchrun --nproc_per_node 8 ...")
+_LAUNCH_INSIDE = re.compile(r"(?:^|[\s:'\"`])(?:[\w./-]*/)?(?:torchrun|deepspeed|accelerate\s+launch|"
+                            r"python[\d.]*(?:\s+-[uOB])*\s+(?:-m\s+[\w.]+|\S+\.py)|swift\s+\w+|ray\s+job\s+submit|"
+                            r"vllm\s+serve|sglang\.launch_server)\s+(?:\S+\s+)?--[A-Za-z]")
 ENV_ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
 _ENV_CONTINUED = re.compile(r"^(?:" + _ENV_WORD + r"\s+)+\\\s*(?:#.*)?$")  # CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 \\
 ASSIGNS_ONLY = re.compile(r"^(?:export\s+)?(?:" + _ENV_WORD + r"\s+)*" + _ENV_WORD + r"\s*(?:#.*)?$")
@@ -87,7 +92,7 @@ def is_command_line(text: str, continued: bool = False) -> bool:
         return True
     if "\\" in s[-80:] and continues(s):
         return True
-    return LAUNCH_START.match(s) is not None
+    return LAUNCH_START.match(s) is not None or ("--" in s and _LAUNCH_INSIDE.search(s) is not None)
 
 
 SEPARATOR = "\x00"  # between the words of two commands of one line (``cd verl && python3 -m ...``)
