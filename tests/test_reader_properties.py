@@ -87,13 +87,13 @@ _PREFIXES = ["", "(TaskRunner pid=4242) ", "\x1b[36m(TaskRunner pid=4242)\x1b[0m
 
 
 @st.composite
-def _records(draw, keys=_KEYS, wrappers: tuple[str, ...] = (), max_records: int = 5):
-    """[(step, {key: (printed, float)})]: increasing steps, each record a non-empty subset of ``keys``."""
+def _records(draw, keys=_KEYS, wrappers: tuple[str, ...] = (), max_records: int = 5, min_keys: int = 1):
+    """[(step, {key: (printed, float)})]: increasing steps, each record ``min_keys`` or more of ``keys``."""
     n = draw(st.integers(1, max_records))
     steps = sorted(draw(st.sets(st.integers(0, 100_000), min_size=n, max_size=n)))
     out = []
     for s in steps:
-        ks = draw(st.lists(st.sampled_from(keys), min_size=1, max_size=len(keys), unique=True))
+        ks = draw(st.lists(st.sampled_from(keys), min_size=min_keys, max_size=len(keys), unique=True))
         out.append((s, {k: draw(_value(wrappers)) for k in ks}))
     return out
 
@@ -121,6 +121,15 @@ def _slime(records) -> str:
 def _hf(records) -> str:
     return "\n".join("{" + ", ".join(f"'{k}': {t}" for k, (t, _) in vals.items()) + f", 'global_step': {s}}}"
                      for s, vals in records) + "\n"
+
+
+def _openrlhf(records) -> str:
+    return "\n".join(f"Global step {s}: {{" + ", ".join(f"'{k}': {t}" for k, (t, _) in vals.items()) + "}"
+                      for s, vals in records) + "\n"
+
+
+def _generic(records) -> str:
+    return "\n".join(f"[step {s}] " + ", ".join(f"{k}={t}" for k, (t, _) in vals.items()) for s, vals in records) + "\n"
 
 
 _MEG_KEYS = ["lm loss", "grad norm", "learning rate", "loss scale"]
@@ -195,6 +204,11 @@ FORMATS = {
                                wrappers=("np", "np32", "tensor")), _slime, None, None),
     "hf_trainer": (lambda: _records(keys=["loss", "grad_norm", "learning_rate", "epoch", "reward"], wrappers=("np",)),
                    _hf, _with_step_series("global_step"), None),
+    # the ``Global step N: {...}`` label dict engine/metrics.py files as OpenRLHF (that printer is not checked here)
+    # and the generic ``[step N] k=v, k=v`` shape
+    "openrlhf": (lambda: _records(keys=["policy_loss", "kl", "reward", "response_length"], wrappers=("np", "tensor")),
+                 _openrlhf, None, None),
+    "generic": (lambda: _records(keys=["loss", "kl_div", "reward_mean", "lr"], min_keys=2), _generic, None, None),
     "megatron": (_megatron_records, _megatron,
                  lambda records: {"consumed samples": [(float(s_), float(s_ * 64)) for s_, _ in records]}, None),
     "skyrl": (_skyrl_records, _skyrl, None, None),
