@@ -85,3 +85,13 @@ def test_found_in_a_folder_and_triaged_as_a_store_file(tmp_path):
     res = triage_any(path=str(CHART))
     assert any(CHART.name in f and "wandb_csv store run ruby-sweep-7" in f for f in res.coverage.files)
     assert any(f.symptom == "nan_inf" for f in res.findings)  # the nan at step 5 of ruby-sweep-7
+
+
+def test_the_run_model_of_an_export_names_series_canonically_and_keeps_rows():
+    from grpo_debug.tools.run.build import from_store
+
+    ruby = next(r for r in read_store(str(CHART)) if r.run_id == "ruby-sweep-7")
+    run = from_store(ruby)
+    pts = {p.raw_key: p for s in run.series.values() for p in s.points if p.step == 1.0}
+    assert pts["actor/pg_loss"].value == -0.9131 and pts["actor/pg_loss"].where == f"{CHART.name}#row 2"
+    assert all(s.axis == "step" for s in run.series.values()) and "wandb_csv" in run.formats

@@ -18,8 +18,10 @@ Steps come only from a step field: the x column when it is ``Step`` / ``_step``,
 History CSV (``wandb.Api().run(path).history()`` returns a pandas DataFrame, the Public API docs; written with
 ``DataFrame.to_csv``): one run, a ``_step`` column holding W&B's step, ``_runtime`` / ``_timestamp`` beside the
 metrics. pandas writes NaN as an empty cell (``na_rep=''``), so a NaN of that file cannot be told from a missing
-value (a note says so). W&B publishes no run-export JSON format (``run.history()`` / ``scan_history()`` return
-rows in memory); none is read here.
+value (a note says so). W&B publishes no run-export JSON format: ``run.history()`` / ``scan_history()`` return
+rows in memory, the CLI reference lists no export command (agent, artifact, pull, restore, sync, ...), and the
+full history is a Parquet artifact (``<run-id>-history``, type ``wandb-history``, the docs' "why are steps missing
+from a CSV metric export"); none of these is read here.
 
 Several runs in one chart export: one :class:`StoreRun` per run, ``run_id`` its name.
 """
