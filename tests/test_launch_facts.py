@@ -443,3 +443,25 @@ def test_launch_commands_quoted_in_log_records_and_python_options():
     assert got[("launch.module", 2)] == "openrlhf.cli.train_ppo_ray" and got[("init_kl_coef", 2)] == 0.01
     assert got[("multi_gpu", 3)] is True  # a store_true flag: the script after it is not its value
     assert got[("num_processes", 3)] == 8 and got[("learning_rate", 3)] == 2e-5
+
+
+def test_launch_facts_and_metrics_are_the_same_streamed_from_gz(tmp_path):
+    """The launch script and the metric lines after it read alike in memory and through the streamed .gz path."""
+    import gzip
+
+    from grpo_debug.skills.loader import default_rules
+    from grpo_debug.tools.streaming import read_streamed
+
+    metrics = "".join(f"{{'loss': {0.5 - i / 100:.4f}, 'grad_norm': {-0.25 + i / 50:.3f}, 'learning_rate': 1e-06, "
+                      f"'epoch': {i / 100:.2f}}}\n" for i in range(1, 30))
+    text = OPEN_R1 + SWIFT + metrics
+    path = tmp_path / "run.log.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    mem, _ = build_context(text)
+    streamed = read_streamed(path, default_rules()).ctx
+    for ctx in (mem, streamed):
+        assert sorted(ctx.metrics.series) == ["epoch", "grad_norm", "learning_rate", "loss"]
+        assert [p.value for p in ctx.metrics.series["grad_norm"]][:2] == [-0.23, -0.21]
+    assert sorted((f.key, f.line, repr(f.value)) for f in mem.facts.facts) == \
+        sorted((f.key, f.line, repr(f.value)) for f in streamed.facts.facts)
+    assert {(f.key, f.line) for f in mem.facts.facts} >= _expected(OPEN_R1)[0]
