@@ -12,7 +12,7 @@ import re
 from typing import Annotated
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import Field
 
 from grpo_debug.server.schemas import OptStr
@@ -62,7 +62,16 @@ def _register_compare(server, inputs, guard, heavy, annotations) -> None:
         a: Annotated[OptStr, Field(description="Path or paste (may hold both runs).")] = "",
         b: Annotated[OptStr, Field(description="Run B likewise.")] = "",
     ) -> CompareResult:
-        return await heavy(inputs.pool, "compare_runs", _compare, inputs, guard, a, b)
+        return _compare_answer(await heavy(inputs.pool, "compare_runs", _compare, inputs, guard, a, b))
+
+
+def _compare_answer(res: CompareResult) -> CallToolResult:
+    """The (bounded, redacted) comparison as structured content, with its text rendering as the text block (the
+    same facts, about half the characters of the indented JSON)."""
+    from grpo_debug.tools.rundir.compare_text import render
+
+    return CallToolResult(content=[TextContent(type="text", text=render(res))],
+                          structured_content=res.model_dump(mode="json"))
 
 
 _ONE_LINE_LOG = re.compile(r"\w[:=]\s*-?(?:\d|nan|inf)[^/]*\s-\s|^\s*\{['\"]\w", re.I)

@@ -267,6 +267,8 @@ async def test_mcp_compare_runs_paste_files_and_errors(tmp_path):
     sc = r.structured_content
     assert not r.is_error and sc["broken"] == "B" and sc["levels"][0]["metric"] == "grad_norm"
     assert sc == r2.structured_content and len(json.dumps(sc)) <= COMPARE_BYTES
+    text = r.content[0].text  # the text block: the rendering (summary, levels, config, divergence), not the JSON
+    assert text.startswith("A: <text> A (lines") and sc["summary"] in text and len(text) < 3000
     assert not files.is_error and files.structured_content["broken"] == "B"
     assert one.is_error and "holds one run" in one.content[0].text and "[A]" in one.content[0].text
     assert outside.is_error and "outside the allowed roots" in outside.content[0].text

@@ -89,12 +89,20 @@ def summary(res, n_series: int, why: str, ov: dict[str, Any], how: str = "") -> 
     return text[:1].upper() + text[1:]
 
 
+def _cited(d: dict[str, Any]) -> str:
+    lines, files = d.get("lines") or {}, d.get("files") or {}
+    at = [f"{k.upper()} {files[k] + ' ' if k in files else ''}line {lines[k]}" for k in ("a", "b") if k in lines]
+    return f" at {', '.join(at)}" if at else ""
+
+
 def render(res) -> str:
     """The comparison as text for a person (the CLI): runs, summary, levels, config facts, divergence, findings."""
     out = [f"A: {res.a}", f"B: {res.b}"]
-    for r in res.runs:
-        out.append(f"  {r['role'] or '-'} {r['name']} ({r['where']}): {r.get('verdict') or '?'}"
-                   f"{', broken' if r.get('broken') else ''}")
+    if len(res.runs) > 2:
+        out += ["", "Runs (broken first):"]
+        out += [f"  {r['name']} ({r['where']}): own verdict {r.get('verdict') or '?'}"
+                f"{', looks broken' if r.get('broken') else ''}{', compared as ' + r['role'] if r.get('role') else ''}"
+                for r in res.runs]
     out += ["", res.summary]
     if res.levels:
         out += ["", "Levels (median, min..max, points; A | B):"]
@@ -109,8 +117,8 @@ def render(res) -> str:
         out += [f"  {d['key']}: {d['a']!r} -> {d['b']!r}" for d in res.config_diff]
     if res.divergence:
         out += ["", f"Series that diverge (first {'step' if res.aligned == 'step' else 'point, by ' + res.aligned}):"]
-        out += [f"  {d['metric']}: step {_g(d['step'])} (A {_g(d['a'])}, B {_g(d['b'])}, noise {_g(d['noise'])})"
-                for d in res.divergence]
+        out += [f"  {d['metric']}: step {_g(d['step'])} (A {_g(d['a'])}, B {_g(d['b'])}, noise {_g(d['noise'])}"
+                f"{', log' if d.get('space') else ''}){_cited(d)}" for d in res.divergence]
     for name, items in (("A", res.only_in_a), ("B", res.only_in_b)):
         if items:
             out += ["", f"Findings only in {name}:"] + [f"  {x}" for x in items]
