@@ -172,6 +172,16 @@ def test_two_files_and_two_folders(tmp_path):
         level(res, "grad_norm")["factor"]) and {"key": "lr", "a": 1e-6, "b": 1e-4} in res2.config_diff
 
 
+def test_two_configs_compare_their_facts_only(tmp_path):
+    body = "actor_rollout_ref:\n  actor:\n    entropy_coeff: {}\n    ppo_mini_batch_size: 64\n"
+    (tmp_path / "a.yaml").write_text(body.format(0.0))
+    (tmp_path / "b.yaml").write_text(body.format(-0.01))
+    res = compare_runs(a_path=str(tmp_path / "a.yaml"), b_path=str(tmp_path / "b.yaml"))
+    assert res.aligned == "none" and not res.levels and res.first_divergence is None
+    assert [(d["key"], d["a"], d["b"]) for d in res.config_diff] == [("entropy_coeff", 0.0, -0.01)]
+    assert "no metric series that both runs log" in res.summary and "entropy_coeff 0 -> -0.01" in res.summary
+
+
 def test_one_folder_of_runs_and_one_file_of_two_runs(tmp_path):
     d = tmp_path / "sweep"
     d.mkdir()

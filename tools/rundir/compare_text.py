@@ -45,7 +45,7 @@ def _divergence_words(res, n_series: int, ov: dict[str, Any]) -> str:
     fd, how = res.first_divergence, res.aligned
     where = f"A {_steps(ov.get('a'))}, B {_steps(ov.get('b'))}"
     if how == "none":
-        return "no shared series (nothing to align)"
+        return "no metric series that both runs log: no level or divergence to compare"
     if how == "few":
         return (f"only {ov['common']} common step{'s' if ov['common'] > 1 else ''} ({where}): too few to date a "
                 "divergence (3 needed); compared by levels")
@@ -72,7 +72,8 @@ def summary(res, n_series: int, why: str, ov: dict[str, Any], how: str = "") -> 
     parts.append(f"{res.broken} looks broken: {redact(why)}" if res.broken in ("A", "B") else
                  "both runs look broken (each has medium/high findings)" if res.broken == "both" else
                  "neither run looks broken by its own findings, values or levels")
-    parts.append(_level_words(res.levels))
+    if res.aligned != "none":
+        parts.append(_level_words(res.levels))
     parts.append(_divergence_words(res, n_series, ov))
     real = [d for d in res.config_diff if not d.get("identifier")]
     ids = [d["key"] for d in res.config_diff if d.get("identifier")]
