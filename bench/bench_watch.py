@@ -54,6 +54,12 @@ def run(mb: float, rate: float, interval: float, profile: str | None = None, hea
     planted = json.load(open(src + ".planted.json"))
     data = open(src, "rb").read()
     open(log, "wb").close()
+    starts = [0]  # computed before the watcher starts: it ends after --idle 3 s without new bytes
+    for ln in data.split(b"\n")[:-1]:
+        starts.append(starts[-1] + len(ln) + 1)
+    marks = {k: starts[v - 1] for k, v in planted.items() if k.endswith("_line")}  # byte where each planted line starts
+    if healthy:
+        data, marks = data[:min(marks.values())], {}
     prof = ["-m", "cProfile", "-o", profile] if profile else []
     p = subprocess.Popen([sys.executable, *prof, "-m", "grpo_debug.server.cli", "watch", log, "--format", "jsonl",
                           "--status-every", "1", "--interval", str(interval), "--until-eof", "--idle", "3"],
@@ -63,12 +69,6 @@ def run(mb: float, rate: float, interval: float, profile: str | None = None, hea
                               daemon=True)
     reader.start()
     time.sleep(3.0)  # start-up: rules loaded, the (empty) file opened
-    starts = [0]
-    for ln in data.split(b"\n")[:-1]:
-        starts.append(starts[-1] + len(ln) + 1)
-    marks = {k: starts[v - 1] for k, v in planted.items() if k.endswith("_line")}  # byte where each planted line starts
-    if healthy:
-        data, marks = data[:min(marks.values())], {}
     written: dict[str, float] = {}
     cpu0 = _cpu(p.pid)
     t0, block = time.monotonic(), max(4096, int(rate * 2**20 / 20))  # 20 writes a second

@@ -20,9 +20,9 @@ runs a command (``--on-alert`` is CLI only).
 """
 from __future__ import annotations
 
+import io
 import json
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -45,7 +45,7 @@ class _Followed:
         from grpo_debug.tools.watch import Options, Watch
 
         self.real = real
-        self.w = Watch(Options(paths=[real], interval=INTERVAL_S, poll=POLL_S), rules=rules, out=open(os.devnull, "w"))
+        self.w = Watch(Options(paths=[real], interval=INTERVAL_S, poll=POLL_S), rules=rules, out=io.StringIO())
         self.w.sink = self._said
         self.w.discover()
         self.listeners: dict[object, object] = {}
@@ -154,7 +154,7 @@ class WatchHub:
         from grpo_debug.tools.watch import Options, Watch, WatchError
 
         try:
-            w = Watch(Options(paths=[real], until_eof=True, idle=0.01), rules=self.rules(), out=open(os.devnull, "w"))
+            w = Watch(Options(paths=[real], until_eof=True, idle=0.01), rules=self.rules(), out=io.StringIO())
             w.sink = lambda event, rec: None
             w.discover()
         except WatchError as e:

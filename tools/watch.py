@@ -4,10 +4,10 @@ The incremental form of the streamed triage (tools/streaming.py): each followed 
 read once, only its new bytes, into the same scanner, series store and line quotas a whole-file scan uses. A
 snapshot of a follower is evaluated (its store materialised and the rules run, tools/triage.py ``_result``, as
 the streamed path does) at once (at most every ``min_gap`` seconds) when a new kind of event, error or non-finite
-line or a rule pattern's first line arrives; after ``metric_every`` new metric lines; else when what the rules
-read changed (new metric or candidate lines, not chatter) and the follower's interval has passed: ``interval``
-seconds, doubled after each evaluation that said nothing new up to ``max_interval`` (default ``BACKOFF`` x
-``interval``), back to ``interval`` after an alert or update (:meth:`Watch.due`). **Cost**: a poll is
+line arrives; after ``metric_every`` new metric lines; within ``interval`` of a rule pattern's first line; else
+when what the rules read changed (new metric or candidate lines, not chatter) and the follower's interval has
+passed: ``interval`` seconds, doubled after each evaluation that said nothing new up to ``max_interval`` (default
+``BACKOFF`` x ``interval``), back to ``interval`` after an alert or update (:meth:`Watch.due`). **Cost**: a poll is
 proportional to the new bytes (31 ms of CPU per MiB on the benchmark's verl log, bench/bench_watch.py); a
 snapshot is bounded by the store (at most ``TABLE_POINTS`` points) and the kept lines (quotas), never by the
 file's size (0.3-0.5 s); memory is bounded the same way. A slow change over the metric series (a late climb) is
@@ -192,22 +192,23 @@ class Watch:
 
     def due(self, path: str, now: float, backlog: bool, final: bool = False) -> bool:
         """Whether the follower at ``path`` is evaluated now: at the end (``final``); at once (at most every
-        ``min_gap`` s) for a new kind of urgent line or a rule pattern's first line; after ``metric_every`` new
-        metric lines; else every ``every`` seconds (the interval, doubled after each evaluation that said
-        nothing new, up to ``max_interval``) when what the rules read changed (follower ``signature``: metric
-        lines, kept candidate lines); bytes no rule reads (chatter) are never evaluated for."""
+        ``min_gap`` s) for a new kind of urgent line; after ``metric_every`` new metric lines; a rule pattern's
+        first line within the base ``interval``; else every ``every`` seconds (the interval, doubled after each
+        evaluation that said nothing new, up to ``max_interval``) when what the rules read changed (follower
+        ``signature``: metric lines, candidate lines); bytes no rule reads (chatter) are never evaluated for."""
         f, s = self.followers[path], self.seen[path]
         if f.bytes_read == s["bytes"]:
             return False
         if final:
             return True
         sig, old = f.signature(), s["sig"]
-        if now - s["t"] >= s["every"] and (sig[:2] != old[:2] or sig[3] != old[3]):
+        since = now - s["t"]
+        if since >= s["every"] and sig != old or sig[2] != old[2] and since >= self.opts.interval:
             return True
         if backlog:
             return False
         return (sig[0] - old[0] >= self.opts.metric_every
-                or ((f.urgent() != s["urgent"] or sig[2] != old[2]) and now - s["t"] >= self.opts.min_gap))
+                or (f.urgent() != s["urgent"] and since >= self.opts.min_gap))
 
     def evaluate(self, path: str) -> list[tuple[str, dict]]:
         """Run the rules on the follower's snapshot; the (event, record) pairs to say: alert or update. The next
