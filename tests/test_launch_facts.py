@@ -465,3 +465,19 @@ def test_launch_facts_and_metrics_are_the_same_streamed_from_gz(tmp_path):
     assert sorted((f.key, f.line, repr(f.value)) for f in mem.facts.facts) == \
         sorted((f.key, f.line, repr(f.value)) for f in streamed.facts.facts)
     assert {(f.key, f.line) for f in mem.facts.facts} >= _expected(OPEN_R1)[0]
+
+
+def test_arguments_printed_after_a_logger_prefix_are_config():
+    """open-r1's grpo.py logs ``f"Script parameters {script_args}"`` and ``f"Training parameters {training_args}"``
+    under transformers' explicit format ``[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> %(message)s``."""
+    head = "[INFO|grpo.py:178] 2025-02-11 10:12:01,532 >> "
+    script = ("GRPOScriptArguments(dataset_name='open-r1/OpenR1-Math-220k', dataset_config=None, "
+              "reward_funcs=['accuracy', 'format'], cosine_min_value_wrong=0.0, max_completion_len=16384)")
+    text = (f"{head}Script parameters {script}\n{head}Training parameters {GRPOConfig()}\n"
+            "{'loss': 0.0123, 'grad_norm': 0.51, 'learning_rate': 1e-06, 'epoch': 0.01}\n")
+    ctx, _ = build_context(text)
+    assert set(ctx.metrics.series) == {"loss", "grad_norm", "learning_rate", "epoch"}
+    assert ctx.facts.value("max_completion_len") == 16384 and ctx.facts.value("cosine_min_value_wrong") == 0.0
+    printed = {f.key: f.value for f in ctx.facts.facts if f.origin == "printed"}
+    assert printed["learning_rate"] == 1e-06 and printed["gradient_accumulation_steps"] == 8
+    assert printed["report_to"] == ["wandb"]

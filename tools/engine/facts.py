@@ -224,7 +224,8 @@ def _line_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str]
     va = _VAR_ASSIGN.match(s)
     if va and not in_array:
         raw = va.group(2) or ""
-        shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
+        if raw[:1] not in "\"'" or (len(raw) > 1 and raw[-1] == raw[0]):  # (X="{ opens a multi-line string: unknown)
+            shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
     if not in_array and ASSIGNS_ONLY.match(s):  # export A=1 B=2: every assignment (a command's prefix: _flush_command)
         for w in words(expand_vars(s, shell_vars)):
             m = _ENV.match(w)

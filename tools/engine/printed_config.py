@@ -19,7 +19,8 @@ src/transformers/training_args.py; TRL's GRPOConfig/PPOConfig and ms-swift's arg
 ``f"{self.__class__.__name__}(\\n{''.join(f'{k}={v},\\n' for k, v in sorted(asdict(self).items()))})"``: a
 ``GRPOConfig(`` line, one ``key=value,`` line per field (values by ``str``: unquoted strings, enum names, dicts) and a
 ``)`` line (:func:`repr_blocks`). One-line reprs (``Namespace(lr=1e-06, ...)`` of argparse, a dataclass repr) are read
-by facts.py; :func:`settings_print_lines` names all these lines so the metric readers leave them alone.
+by facts.py; either may follow a logger's text (open-r1's ``logger.info(f"Training parameters {training_args}")``).
+:func:`settings_print_lines` names all these lines so the metric readers leave them alone.
 """
 from __future__ import annotations
 
@@ -117,9 +118,9 @@ def block_settings(block: list[Line]) -> list[tuple[str, Any, int]]:
     return [(k, v, block[no - 1].no) for k, v, no in flat if 0 < no <= len(block)]
 
 
-_REPR_START = re.compile(r"^\s*([A-Z]\w*)\($")
+_REPR_START = re.compile(r"(?:^|\s)([A-Z]\w*)\($")  # also after a logger's text: "Training parameters GRPOConfig("
 _REPR_FIELD = re.compile(r"^\s*([A-Za-z_]\w*)=(.*?),?\s*$")
-ONE_LINE_REPR = re.compile(r"^\s*(?:[A-Z]\w*(?:Config|Arguments|Args)|Namespace)\(\w+=.*\)\s*$")
+ONE_LINE_REPR = re.compile(r"(?:^|\s)(?:[A-Z]\w*(?:Config|Arguments|Args)|Namespace)\(\w+=.*\)\s*$")
 MAX_REPR_LINES = 2_000
 
 
@@ -130,7 +131,7 @@ def repr_blocks(lines: list[Line], skip: set[int] | frozenset[int] = frozenset()
     i, n = 0, len(lines)
     while i < n:
         ln = lines[i]
-        if ln.no in skip or not _REPR_START.match(ln.text):
+        if ln.no in skip or not ln.text.endswith("(") or not _REPR_START.search(ln.text):
             i += 1
             continue
         block, fields, j, closed = [ln], 0, i + 1, False
@@ -193,10 +194,10 @@ def settings_print_lines(lines: list[Line]) -> set[int]:
                 out.update(x.no for x in block)
                 i = j
                 continue
-        elif head.isupper() and "(" in t:
-            if ONE_LINE_REPR.match(t):
+        elif "(" in t:
+            if "=" in t and ONE_LINE_REPR.search(t):
                 out.add(lines[i].no)
-            reprs = reprs or _REPR_START.match(t) is not None
+            reprs = reprs or (t.endswith("(") and _REPR_START.search(t) is not None)
         i += 1
     if reprs:
         for block in repr_blocks(lines):
