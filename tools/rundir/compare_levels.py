@@ -3,8 +3,9 @@ which run looks broken (the parts of ``compare.py`` that need no common step).
 
 Levels (:func:`levels`): per canonical series both runs log, each run's first, last, min, max and median of its
 finite values, the number of points and the non-finite count. The ``factor`` is
-``max(|med_A|, |med_B|) / min(|med_A|, |med_B|)`` when both medians are non-zero and of one sign (None otherwise:
-``zero`` or ``sign`` says why); a row is ``far`` at a factor of at least ``LEVEL_GAP`` (10): an order of
+``max(|med_A|, |med_B|) / min(|med_A|, |med_B|)`` when both medians are non-zero and every value of both runs
+is of one sign (None otherwise, ``note`` says why: ``crosses zero`` (a policy loss around 0 has no level ratio), or
+``zero`` (one median is 0)); a row is ``far`` at a factor of at least ``LEVEL_GAP`` (10): an order of
 magnitude, which seeds or learning-rate neighbours of one setup do not show (the same bound as
 ``runs_compare.GAP``). One point per run is enough for a level.
 
@@ -70,13 +71,22 @@ def factor(ma: float | None, mb: float | None) -> tuple[float | None, str]:
     return hi / lo, ""
 
 
+def _one_sign(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Every finite value of both runs >= 0, or every one <= 0."""
+    lo, hi = min(a["min"], b["min"]), max(a["max"], b["max"])
+    return isinstance(lo, float) and isinstance(hi, float) and (lo >= 0 or hi <= 0)
+
+
 def levels(ra, rb) -> list[dict[str, Any]]:
     """One row per shared series, {metric, a: stats, b: stats, factor, higher ('A'/'B'), far}, the largest factor
     first (rows without a factor last, then by name); at most ``MAX_LEVELS`` rows (module docstring)."""
     rows = []
     for k, sa, sb in shared(ra, rb):
         a, b = stats(sa), stats(sb)
-        f, why = factor(a.get("median"), b.get("median"))
+        if "median" in a and "median" in b and not _one_sign(a, b):
+            f, why = None, "crosses zero"  # a loss around 0: the ratio of two medians near 0 means nothing
+        else:
+            f, why = factor(a.get("median"), b.get("median"))
         row = {"metric": k, "a": a, "b": b, "factor": round(f, 3) if f is not None else None,
                "far": bool(f is not None and f >= LEVEL_GAP)}
         if f is not None:
