@@ -234,3 +234,22 @@ def test_no_unclassified_error_is_named_config_error():
         for f in _findings(text):
             if f.causes and f.causes[0].rule_id == "error-class:unclassified":
                 assert f.symptom == "process_crash" and re.match(r"Process crash", f.title)
+
+
+def test_an_exception_quoted_in_report_prose_is_a_crash_not_silence():
+    """A report that quotes the error inside prose (backticks, double or curly quotes) gives a process_crash
+    finding with that type and message; a name without a quote before it, or without a message, stays prose."""
+    from grpo_debug.tools.triage import triage
+
+    for text, typ in (
+        ("When I start training it crashes with `RuntimeError: NCCL communicator was aborted on rank 3.` after "
+         "a few steps.\n", "RuntimeError"),
+        ('The trainer fails at start: "TypeError: __init__() got an unexpected keyword argument \'foo\'" on '
+         "every rank.\n", "TypeError"),
+        ("It ends with \u201cAssertionError: world size must be divisible by tp\u201d and exits.\n", "AssertionError"),
+    ):
+        f = triage(text=text).findings
+        assert f and f[0].symptom in ("process_crash", "collective_hang", "config_error"), text
+        assert typ in f[0].title and f[0].evidence[0].line == 1
+    assert not triage(text="We usually see a RuntimeError when the port is taken, not here.\n").findings
+    assert not triage(text="The docs say `ValueError` is raised for bad input.\n").findings

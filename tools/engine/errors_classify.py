@@ -121,7 +121,9 @@ def _exc_match(t: str) -> re.Match | None:
         return None
     m = _EXC.match(t.rstrip())
     if m is None and not t.isascii():
-        return _prose_exc(t)
+        m = _prose_exc(t)
+    if m is None and ("Error" in t or "Exception" in t) and any(q in t for q in _QUOTES):
+        m = _quoted_exc(t)
     return m
 
 
@@ -138,6 +140,24 @@ def _prose_exc(t: str) -> re.Match | None:
         lead = t[: m.start()]
         if any(c.isalpha() and not c.isascii() for c in lead):
             return _EXC.match(t[m.start():].rstrip())
+    return None
+
+
+_QUOTES = {"`": "`", '"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
+
+
+def _quoted_exc(t: str) -> re.Match | None:
+    """An exception a report quotes inside prose: the name right after an opening quote or backtick and carrying a
+    message (``The error is `RuntimeError: captures_underway.empty() INTERNAL ASSERT FAILED at ...` ``,
+    ``reports an error: "ValueError: Please make sure to ..."``); the message ends at the closing quote."""
+    for m in _PROSE_EXC_AT.finditer(t):
+        lead = t[: m.start()].rstrip(" ")
+        close = _QUOTES.get(lead[-1:]) if lead else None
+        if close is None:
+            continue
+        body = t[m.start():]
+        end = body.find(close, m.end() - m.start())
+        return _EXC.match((body[:end] if end > 0 else body).rstrip(" .;,"))
     return None
 
 
