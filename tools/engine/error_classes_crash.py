@@ -189,4 +189,16 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                    "fault'; torch.distributed.elastic 'exitcode  : -11'; Signal 11 (SIGSEGV) received by PID",
             examples=("Fatal Python error: Segmentation fault", "exitcode  : -11 (pid: 4242)",
                       "Segmentation fault (core dumped)")),
+        # --- harvest of resolved public threads (issue 24); each class cites the code that raises its text ---
+        ErrorClass(
+            "signal_not_main_thread", "reward_zero", "A signal-based timeout was set up outside the main thread",
+            types=r"^ValueError$", text=r"signal only works in main thread", confidence="high",
+            cause="signal.signal()/signal.alarm() may only be called from the main thread; a reward function that "
+                  "uses a signal-based timeout (math_verify's parse/verify) fails when the trainer calls it from a "
+                  "worker thread (async reward loop, thread pool, Ray threaded actor).",
+            check="the frame that calls signal.signal (math_verify/utils.py timeout wrapper); whether the reward runs "
+                  "in a thread; math-verify >= 0.8.0 takes parsing_timeout=None / timeout_seconds=None.",
+            source="CPython Modules/signalmodule.c: 'signal only works in main thread of the main interpreter' "
+                   "(ValueError); huggingface/Math-Verify #50, #55 (utils.py timeout wrapper)",
+            examples=("ValueError: signal only works in main thread of the main interpreter",)),
     )
