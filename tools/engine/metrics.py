@@ -125,23 +125,13 @@ def _verl_pairs(rest: str) -> dict[str, float]:
     for item in _PAIR_SEP.split(rest):
         item = item.strip()
         k, sep, v = item.rpartition(":")
-        f = _verl_value(v) if sep and k and " " not in k else None
-        if f is None:  # a colon inside the value: tensor(0.5, device='cuda:0')
+        f = to_float(v.split()[0]) if sep and k and " " not in k and v.strip() else None
+        if f is None and "tensor(" in item:  # a torch repr: blanks and colons inside it (device='cuda:0')
             k, sep, v = item.partition(":")
-            f = _verl_value(v) if sep and k and " " not in k else None
+            f = to_float(v) if sep and k and " " not in k else None
         if f is not None:
             out[k] = f
     return out
-
-
-def _verl_value(v: str) -> float | None:
-    """A verl item's value: the whole text (``np.float64(-0.9)``, ``tensor(0.5, device='cuda:0')``), else its first
-    word (a value with a unit after it)."""
-    v = v.strip()
-    if not v:
-        return None
-    f = to_float(v)
-    return f if f is not None else to_float(v.split()[0])
 
 
 def _megatron_fields(rest: str) -> dict[str, float]:
