@@ -481,3 +481,10 @@ def test_arguments_printed_after_a_logger_prefix_are_config():
     printed = {f.key: f.value for f in ctx.facts.facts if f.origin == "printed"}
     assert printed["learning_rate"] == 1e-06 and printed["gradient_accumulation_steps"] == 8
     assert printed["report_to"] == ["wandb"]
+
+
+def test_export_of_several_variables_sets_each_for_later_commands():
+    text = "export NNODES=2 GPUS=8\ntorchrun --nnodes $NNODES --nproc_per_node=$GPUS train.py --lr 1e-5\n"
+    _, got = _facts(text)
+    assert got[("NNODES", 1)] == 2 and got[("GPUS", 1)] == 8
+    assert got[("nnodes", 2)] == 2 and got[("nproc_per_node", 2)] == 8 and got[("lr", 2)] == 1e-5

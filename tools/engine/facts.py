@@ -36,7 +36,7 @@ import yaml
 
 from grpo_debug.tools.engine.documents import (DocumentError, compose_yaml, load_json, resolve_interpolations,
                                                scalar_value)
-from grpo_debug.tools.engine.command_lines import ASSIGNS_ONLY, words
+from grpo_debug.tools.engine.command_lines import ASSIGNS_ONLY, ENV_ASSIGN, words
 from grpo_debug.tools.engine.fact_model import (Fact, FactSet, expand_vars, parse_override_value,  # noqa: F401
                                                 parse_scalar)  # (re-exported: facts.Fact, facts.parse_scalar, ...)
 from grpo_debug.tools.engine.launch_facts import ARRAY_START, command_facts, end_command, is_command_start
@@ -226,8 +226,11 @@ def _line_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, str]
         raw = va.group(2) or ""
         if raw[:1] not in "\"'" or (len(raw) > 1 and raw[-1] == raw[0]):  # (X="{ opens a multi-line string: unknown)
             shell_vars[va.group(1)] = expand_vars(raw.strip("\"'"), shell_vars)
-    if not in_array and ASSIGNS_ONLY.match(s):  # export A=1 B=2: every assignment (a command's prefix: _flush_command)
-        for w in words(expand_vars(s, shell_vars)):
+    if not in_array and ASSIGNS_ONLY.match(s):  # export A=1 B=2: every assignment (a command's prefix: launch_facts)
+        ws = words(expand_vars(s, shell_vars))
+        for w in ws:
+            if not va and (a := ENV_ASSIGN.match(w)):
+                shell_vars[a.group(1)] = a.group(2)  # (one assignment alone: set above, quotes as written)
             m = _ENV.match(w)
             if m and not m.group(2).startswith("("):
                 fs.add(m.group(1), parse_scalar(m.group(2)), no, "env", t)
