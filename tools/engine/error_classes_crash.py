@@ -201,4 +201,38 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="CPython Modules/signalmodule.c: 'signal only works in main thread of the main interpreter' "
                    "(ValueError); huggingface/Math-Verify #50, #55 (utils.py timeout wrapper)",
             examples=("ValueError: signal only works in main thread of the main interpreter",)),
+        ErrorClass(
+            "vllm_cumem_expandable_segments", "config_error",
+            "vLLM's sleep-mode memory pool refused PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            types=r"^AssertionError$", text=r"Expandable segments are not compatible with memory pool",
+            confidence="high",
+            cause="vLLM's CuMemAllocator (the memory pool behind sleep mode / enable_sleep_mode) asserts at start-up "
+                  "that PyTorch's expandable segments are off: the two cannot share one process "
+                  "(pytorch/pytorch issue 147851).",
+            check="PYTORCH_CUDA_ALLOC_CONF of the rollout processes (Ray runtime_env env_vars, the launch script, "
+                  "the container image) and whether sleep mode is on.",
+            source="vllm-project/vllm vllm/device_allocator/cumem.py CuMemAllocator.__init__: 'Expandable segments "
+                   "are not compatible with memory pool. Please track ... pytorch/issues/147851' (added by PR 14189; "
+                   "in the 0.11.0 and 0.11.1 wheels; replaced by a toggle in PR 40812, absent from the 0.33.0 wheel)",
+            examples=("AssertionError: Expandable segments are not compatible with memory pool. Please track "
+                      "https://github.com/pytorch/pytorch/issues/147851 for the latest updates.",)),
+        ErrorClass(
+            "vllm_insecure_serialization_off", "config_error",
+            "vLLM V1 refused to pickle an object over its engine IPC (VLLM_ALLOW_INSECURE_SERIALIZATION unset)",
+            types=r"^TypeError$",
+            text=r"is\s+not\s*serializable\.?\s*Set VLLM_ALLOW_INSECURE_SERIALIZATION=1|"
+                 r"VLLM_ALLOW_INSECURE_SERIALIZATION must be set to use custom utility result types",
+            confidence="high",
+            cause="vLLM V1's msgpack encoder between the front end and the engine core falls back to pickle only when "
+                  "VLLM_ALLOW_INSECURE_SERIALIZATION=1; RL weight-sync calls (collective_rpc with a function, a "
+                  "torch.dtype or custom result objects) need that fallback.",
+            check="VLLM_ALLOW_INSECURE_SERIALIZATION in the environment of the process that creates the engine "
+                  "(a Ray actor does not see a variable exported only in the driver shell after ray start).",
+            source="vllm-project/vllm vllm/v1/serial_utils.py MsgpackEncoder.enc_hook: 'Object of type {type} is not "
+                   "serializableSet VLLM_ALLOW_INSECURE_SERIALIZATION=1 to allow fallback to pickle-based "
+                   "serialization.' and _decode_utility_result: 'VLLM_ALLOW_INSECURE_SERIALIZATION must be set to use "
+                   "custom utility result types' (0.11.1 and 0.33.0 wheels; env var from PR 17490)",
+            examples=("TypeError: Object of type <class 'torch.dtype'> is not serializableSet "
+                      "VLLM_ALLOW_INSECURE_SERIALIZATION=1 to allow fallback to pickle-based serialization.",
+                      "TypeError: VLLM_ALLOW_INSECURE_SERIALIZATION must be set to use custom utility result types")),
     )
