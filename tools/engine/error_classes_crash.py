@@ -235,4 +235,16 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             examples=("TypeError: Object of type <class 'torch.dtype'> is not serializableSet "
                       "VLLM_ALLOW_INSECURE_SERIALIZATION=1 to allow fallback to pickle-based serialization.",
                       "TypeError: VLLM_ALLOW_INSECURE_SERIALIZATION must be set to use custom utility result types")),
+        ErrorClass(
+            "vllm_mm_cache_desync", "process_crash",
+            "vLLM's engine found no cached multimodal item for a hash its front end sent (mm cache desync)",
+            types=r"^AssertionError$", text=r"Expected a cached item for mm_hash", confidence="high",
+            cause="vLLM mirrors a multimodal processor cache between the front-end sender (P0) and the engine "
+                  "receiver (P1); clearing only the engine side (pause_generation(clear_cache=True), sleep, a weight "
+                  "update) leaves P0 sending cache references for items P1 no longer holds.",
+            check="whether the failure follows a pause / sleep / weight update of a multimodal rollout, the vLLM "
+                  "version, and mm_processor_cache_gb of the engine.",
+            source="vllm-project/vllm vllm/multimodal/cache.py (0.11.x) and vllm/multimodal/cache/base.py, shm.py "
+                   "(0.33.0): assert mm_item is not None, f'Expected a cached item for {mm_hash=}'",
+            examples=("AssertionError: Expected a cached item for mm_hash='8c7d4f0e1b2a'",)),
     )
