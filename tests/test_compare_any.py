@@ -204,6 +204,8 @@ def test_one_folder_of_runs_and_one_file_of_two_runs(tmp_path):
 def test_inputs_that_do_not_make_two_runs_are_clear_errors(tmp_path):
     with pytest.raises(InputError, match=r"holds one run \(31 lines, 30 metric records \(steps 1-30.*\[A\]"):
         compare_runs(a_text="\n".join(verl(seed=1)))
+    with pytest.raises(InputError, match=r"holds one run \(.*labels A only\): mark the runs"):
+        compare_runs(a_text="\n".join(verl(seed=1, prefix="[A] ")))
     with pytest.raises(InputError, match="empty"):
         compare_runs(a_text=" \n\n")
     with pytest.raises(InputError, match="run B is empty"):
