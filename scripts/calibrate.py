@@ -81,16 +81,29 @@ def rule_of(f) -> str:
 def judge(name: str, res, codes: set[str], healthy: bool) -> dict:
     """One input's row: its findings at high/medium, each right or wrong, and its verdict judged."""
     rows = []
-    for f in res.findings:
+    fs = list(res.findings)
+    for f in fs:
         if f.confidence not in LEVELS:
             continue
         right = (not healthy) and f.symptom in codes
         rows.append(dict(case=name, rule=rule_of(f), symptom=f.symptom, confidence=f.confidence, right=right,
-                         run=f.run))
+                         run=f.run, after_right=not right and not healthy and _after_right(f, fs, codes)))
     verdict = getattr(res, "verdict", None)
     ok = verdict in ("healthy", "cannot_tell") if healthy else verdict == "not_healthy"
     return dict(case=name, healthy=healthy, verdict=verdict, verdict_ok=ok, findings=rows,
                 want=sorted(codes) if not healthy else ["none"])
+
+
+def _after_right(f, fs: list, codes: set[str]) -> bool:
+    """Whether the engine's own chain (``consequence_of``, an index into ``fs``) leads from ``f`` to a finding of an
+    accepted symptom: a consequence the expected chain does not list. Still counted wrong; reported apart."""
+    seen = set()
+    while f.consequence_of is not None and f.consequence_of not in seen and 0 <= f.consequence_of < len(fs):
+        seen.add(f.consequence_of)
+        f = fs[f.consequence_of]
+        if f.symptom in codes:
+            return True
+    return False
 
 
 def measure(case_roots: list[Path], healthy_roots: list[Path], prefixes: bool, log=print) -> dict:
@@ -135,7 +148,7 @@ def summarise(inputs: list[dict]) -> dict:
         for f in i["findings"]:
             if not f["right"]:
                 wrong[f["rule"]].append(dict(case=f["case"], symptom=f["symptom"], confidence=f["confidence"],
-                                             want=i["want"]))
+                                             want=i["want"], after_right=f["after_right"]))
     verdicts = {}
     for key, healthy in (("healthy", True), ("cases", False)):
         xs = [i for i in inputs if i["healthy"] == healthy]
@@ -186,7 +199,8 @@ def table(rep: dict) -> str:
     for rule, ws in rep["wrong_by_rule"].items():
         out.append(f"  {rule} ({len(ws)})")
         for w in ws:
-            out.append(f"      {w['confidence']:6s} {w['symptom']:24s} {w['case']}  want={','.join(w['want'])}")
+            tag = "  (engine chains it after a right finding)" if w["after_right"] else ""
+            out.append(f"      {w['confidence']:6s} {w['symptom']:24s} {w['case']}  want={','.join(w['want'])}{tag}")
     for e in rep["errors"]:
         out.append(f"ERROR {e['case']}: {e['error']}")
     out.append(f"({rep['seconds']} s)")
