@@ -12,8 +12,8 @@ Cases (``OUT_DIR/<name>/input.*`` + ``expected.yaml``):
   Expected: length_blowup (root; chain cuda_oom, collective_hang), onset step 2631.
 - ``tb-grad-norm-slow-climb``: a TensorBoard run of 6,000 steps (83 tags), grad_norm climbing slowly from step 3093
   (x2 every ~180 steps) while the reward still rises; no NaN. Expected: grad_norm_spike, onset 3093.
-- ``sweep-30-one-negative-entropy-coeff``: 30 logs of one sweep (lr x seed), one of them launched with
-  ``actor_rollout_ref.actor.entropy_coeff=-0.01``, whose entropy climbs from step ~90 and whose score falls.
+- ``sweep-30-one-entropy-bonus``: 30 logs of one sweep (lr x seed), one of them launched with
+  ``actor_rollout_ref.actor.entropy_coeff=0.05`` (an entropy bonus), whose entropy climbs from step ~90 and whose score falls.
   Expected: entropy_anomaly in that run, the config difference named.
 - ``big-verl-healthy-with-recovered-spikes``: a ~100 MB healthy verl log with the noise real runs have (AR(1)
   jitter, heavy-tailed steps, three one-step grad_norm spikes that recover, a warm-up where the score is 0).
@@ -170,19 +170,20 @@ def case_tb(out: Path, scale: float, rng: random.Random) -> None:
 
 
 def case_sweep(out: Path, scale: float, rng: random.Random) -> None:
-    d = out / "sweep-30-one-negative-entropy-coeff" / "input.run"
+    d = out / "sweep-30-one-entropy-bonus" / "input.run"
     d.mkdir(parents=True, exist_ok=True)
     bad = 17
     for i in range(30):
         r = random.Random(1000 + i)
         lr = ["1e-06", "2e-06", "5e-06"][i % 3]
         ser = _series(r, 300, ecoef_climb=90 if i == bad else None, warmup=r.randint(0, 5))
-        _console_log(d / f"run{i:02d}.log", 300, 1.4 * scale, r, ser, lr=lr, ecoef="-0.01" if i == bad else "0.001",
+        _console_log(d / f"run{i:02d}.log", 300, 1.4 * scale, r, ser, lr=lr, ecoef="0.05" if i == bad else "0",
                      nodes=1, name=f"sweep_lr{lr}_s{i}")
     _expect(d.parent, "entropy_anomaly", [], ["entropy_coeff", "entropy"], [1],
-            "One run of the sweep (run17.log) was launched with actor_rollout_ref.actor.entropy_coeff=-0.01 (a bonus "
-            "on entropy): its entropy climbs from step ~90 and its score falls; the other 29 runs are healthy.",
-            "Set actor_rollout_ref.actor.entropy_coeff back to 0 (or the sweep's 0.001) in run17's launch.",
+            "One run of the sweep (run17.log) was launched with actor_rollout_ref.actor.entropy_coeff=0.05 (an entropy "
+            "bonus; verl subtracts entropy_coeff * entropy from the policy loss): its entropy climbs from step ~90 and "
+            "its score falls; the other 29 runs (entropy_coeff=0) are healthy.",
+            "Set actor_rollout_ref.actor.entropy_coeff back to 0 (the sweep's value) in run17's launch.",
             chain=["entropy_anomaly"], onset_step=90, run="run17.log")
 
 
