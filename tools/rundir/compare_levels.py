@@ -7,7 +7,8 @@ finite values, the number of points and the non-finite count. The ``factor`` is
 is of one sign (None otherwise, ``note`` says why: ``crosses zero`` (a policy loss around 0 has no level ratio), or
 ``zero`` (one median is 0)); a row is ``far`` at a factor of at least ``LEVEL_GAP`` (10): an order of
 magnitude, which seeds or learning-rate neighbours of one setup do not show (the same bound as
-``runs_compare.GAP``). One point per run is enough for a level.
+``runs_compare.GAP``). One point per run is enough for a level. A non-negative series whose medians are not far
+apart but whose maxima are (a late blow-up) is ``peak_far`` with ``peak_factor``.
 
 Alignment (:func:`align`): on the steps both runs logged when there are at least ``compare.SUSTAIN`` of them;
 when the steps do not overlap at all, by position (the i-th point of each run) when the runs are about as long
@@ -18,7 +19,8 @@ levels speak.
 
 Broken (:func:`broken`), first rule that decides: a run with non-finite values where the other has none; a run
 with a medium/high finding of its own (not a risk) where the other has none; a ``far`` level in a series'
-bad direction (``runs_compare.GAPS``: grad norm, clip ratio, length, log-prob gap high; entropy: the lower one).
+bad direction (``runs_compare.GAPS``: grad norm, clip ratio, length, log-prob gap high; entropy: the lower one);
+then a ``peak_far`` one of the series that are bad high.
 """
 from __future__ import annotations
 
@@ -93,9 +95,22 @@ def levels(ra, rb) -> list[dict[str, Any]]:
             row["higher"] = "A" if abs(a["median"]) > abs(b["median"]) else "B"
         elif why:
             row["note"] = why
+        _peak(row)
         rows.append(row)
-    rows.sort(key=lambda r: (r["factor"] is None, -(r["factor"] or 0.0), r["metric"]))
+    rows.sort(key=lambda r: (not r["far"], not r.get("peak_far"), r["factor"] is None,
+                             -(r["factor"] or 0.0), r["metric"]))
     return rows[:MAX_LEVELS]
+
+
+def _peak(row: dict[str, Any]) -> None:
+    """``peak_factor`` / ``peak_far`` / ``peak_higher`` of a non-negative series whose medians are not far apart:
+    the factor between the runs' maxima (a run that blew up late keeps its median and not its max)."""
+    a, b = row["a"], row["b"]
+    if row["far"] or "max" not in a or "max" not in b or not _one_sign(a, b) or min(a["min"], b["min"]) < 0:
+        return
+    f, _ = factor(a["max"], b["max"])
+    if f is not None and f >= LEVEL_GAP:
+        row |= {"peak_factor": round(f, 3), "peak_far": True, "peak_higher": "A" if a["max"] > b["max"] else "B"}
 
 
 def _points(s) -> list[tuple[float, float]]:
@@ -144,6 +159,7 @@ def _own_broken(analysis) -> list:
 
 def broken(A, B, rows: list[dict[str, Any]]) -> tuple[str, str]:
     """('A' / 'B' / 'both' / '', why) : the run that looks broken (module docstring)."""
+    from grpo_debug.tools.rundir.compare_text import times
     from grpo_debug.tools.rundir.runs_compare import GAPS
 
     bad = {n: [k for k, s in x.run.series.items() if s.first_nonfinite()] for n, x in (("A", A), ("B", B))}
@@ -163,7 +179,12 @@ def broken(A, B, rows: list[dict[str, Any]]) -> tuple[str, str]:
         who = r["higher"] if gap[1] == "high" else other if gap[1] == "both" else ""
         if who:
             word = "higher" if who == r["higher"] else "lower"
-            return who, f"{r['metric']} is {r['factor']:.3g}x {word} in {who} than in {'A' if who == 'B' else 'B'}"
+            return who, f"{r['metric']} is {times(r['factor'])} {word} in {who} than in {'A' if who == 'B' else 'B'}"
+    for r in rows:  # a late blow-up: the maxima apart, in the direction that is bad for the series
+        gap = GAPS.get(r["metric"])
+        if r.get("peak_far") and gap is not None and gap[1] == "high":
+            who = r["peak_higher"]
+            return who, f"{r['metric']} peaks {times(r['peak_factor'])} higher in {who} (max)"
     if own["A"] and own["B"]:
         return "both", "both runs have medium/high findings"
     return "", ""

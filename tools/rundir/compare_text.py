@@ -12,6 +12,11 @@ def _g(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
+def times(f: float) -> str:
+    """A factor as said: '210x', '1.88x', '3722x' (no exponent)."""
+    return f"{f:.3g}x" if f < 1000 else f"{f:.0f}x"
+
+
 def _steps(r: list | None) -> str:
     return "no steps" if not r else f"step {_g(r[0])}" if r[0] == r[1] else f"steps {_g(r[0])}-{_g(r[1])}"
 
@@ -28,17 +33,19 @@ def _zero_words(rows: list[dict[str, Any]]) -> str:
 
 def _level_words(rows: list[dict[str, Any]]) -> str:
     far = [r for r in rows if r.get("far")]
-    zero = _zero_words(rows)
+    peaks = "; ".join(f"{r['metric']} max A {_g(r['a']['max'])} vs B {_g(r['b']['max'])} ({times(r['peak_factor'])} "
+                      f"higher in {r['peak_higher']})" for r in rows if r.get("peak_far"))
+    zero = "; ".join(x for x in (_zero_words(rows), f"peaks apart: {peaks}" if peaks else "") if x)
     if far:
         return "levels apart: " + "; ".join(
-            f"{r['metric']} median A {_g(r['a'].get('median'))} vs B {_g(r['b'].get('median'))} ({r['factor']:.3g}x "
+            f"{r['metric']} median A {_g(r['a'].get('median'))} vs B {_g(r['b'].get('median'))} ({times(r['factor'])} "
             f"higher in {r['higher']})" for r in far[:3]) + (f"; {zero}" if zero else "")
     if zero:
         return zero
     top = next((r for r in rows if r.get("factor") is not None), None)
     if top is None:
         return "no level to compare" if not rows else "levels: no factor applies (a median is zero or signs differ)"
-    return f"no series level differs by 10x or more (largest: {top['metric']} {top['factor']:.3g}x)"
+    return f"no series level differs by 10x or more (largest: {top['metric']} {times(top['factor'])})"
 
 
 def _divergence_words(res, n_series: int, ov: dict[str, Any]) -> str:
@@ -53,8 +60,9 @@ def _divergence_words(res, n_series: int, ov: dict[str, Any]) -> str:
                                      f"{'position (the i-th point of each run)' if how == 'position' else 'relative progress'}, ")
     if fd:
         at = f"step {_g(fd['step'])}" if how == "step" else f"A's step {_g(fd['step'])}"
+        seen = f", past the noise from step {_g(fd['detected'])}" if fd.get("detected") is not None else ""
         return (f"{lead}first divergence: {fd['metric']} at {at} (A {_g(fd['a'])}, B {_g(fd['b'])}, noise "
-                f"{_g(fd['noise'])})")
+                f"{_g(fd['noise'])}{seen})")
     span = f"over {ov['common']} common steps" if how == "step" else "at any aligned point"
     return f"{lead}no series diverges beyond noise {span} ({n_series} shared series)"
 
@@ -109,7 +117,7 @@ def render(res) -> str:
         out += ["", "Levels (median, min..max, points; A | B):"]
         for r in res.levels:
             a, b = r["a"], r["b"]
-            f = f"{r['factor']:.3g}x" if r.get("factor") is not None else r.get("note", "-")
+            f = times(r["factor"]) if r.get("factor") is not None else r.get("note", "-")
             out.append(f"  {r['metric']}: {_g(a.get('median'))} ({_g(a.get('min'))}..{_g(a.get('max'))}, {a['n']}) | "
                        f"{_g(b.get('median'))} ({_g(b.get('min'))}..{_g(b.get('max'))}, {b['n']})  {f}"
                        f"{'  FAR' if r.get('far') else ''}")
