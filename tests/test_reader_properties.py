@@ -166,18 +166,21 @@ def _trainer_state(records) -> str:
 
 @st.composite
 def _skyrl_records(draw):
-    """SkyRL's values: a Python float as its f"{x:.4f}" string (nan, inf, -inf too), an int as is, a numpy float32
-    (not a float subclass, so not stringified) as its repr."""
+    """SkyRL's values: a Python float (np.float64 too, a float subclass) as its f"{x:.4f}" string (nan, inf, -inf
+    too), an int as is, a numpy float32 or a torch scalar (not float subclasses, so not stringified) as its repr."""
     steps = sorted(draw(st.sets(st.integers(0, 100_000), min_size=1, max_size=4)))
     keys = ["policy/pg_loss", "policy/grad_norm", "reward/avg_raw_reward", "trainer/epoch", "generate/avg_num_tokens"]
     out = []
     for s in steps:
         vals = {}
         for k in draw(st.lists(st.sampled_from(keys), min_size=1, max_size=len(keys), unique=True)):
-            kind = draw(st.sampled_from(["float", "float", "int", "np32"]))
+            kind = draw(st.sampled_from(["float", "float", "int", "np32", "tensor"]))
             if kind == "int":
                 n = draw(_INT)
                 vals[k] = (str(n), float(n))
+            elif kind == "tensor":  # a torch scalar is no float: pprint writes its repr
+                x = draw(st.one_of(_FINITE, _SPECIAL))
+                vals[k] = (f"tensor({x:.4f}, device='cuda:0')", float(f"{x:.4f}"))
             else:
                 x = draw(st.one_of(_FINITE, _SPECIAL))
                 vals[k] = ((repr(f"{x:.4f}"), float(f"{x:.4f}")) if kind == "float" else (f"np.float32({x!r})", x))
