@@ -247,4 +247,22 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="vllm-project/vllm vllm/multimodal/cache.py (0.11.x) and vllm/multimodal/cache/base.py, shm.py "
                    "(0.33.0): assert mm_item is not None, f'Expected a cached item for {mm_hash=}'",
             examples=("AssertionError: Expected a cached item for mm_hash='8c7d4f0e1b2a'",)),
+        ErrorClass(
+            "zero3_partitioned_weight_matmul", "process_crash",
+            "A kernel read a ZeRO-3 partitioned weight directly and got an empty (0-element) shard",
+            types=r"^RuntimeError$",
+            text=r"size mismatch, got input \([^)]*\),(?: mat \([^)]*\),)? vec \(0\)|"
+                 r"The size of tensor a \(0\) must match the size of tensor b \(\d+\)",
+            confidence="medium",
+            cause="Under DeepSpeed ZeRO-3 every parameter is a 0-element placeholder outside its module's forward; a "
+                  "fused kernel that reads module.weight by attribute (a fused linear + loss over lm_head.weight) "
+                  "never triggers the gather hook, so the matmul sees an empty shard.",
+            check="which code reads the weight outside forward (fused/Liger loss, custom head), the ZeRO stage, and "
+                  "whether the framework wraps that read in deepspeed.zero.GatheredParameters.",
+            source="pytorch aten addmv shape check: 'size mismatch, got input (...), mat (...), vec (...)'; torch "
+                   "broadcasting: 'The size of tensor a (0) must match the size of tensor b (N) at non-singleton "
+                   "dimension 1'; as pasted in huggingface/trl PR 6372 and linkedin/Liger-Kernel issue 1048",
+            examples=("RuntimeError: size mismatch, got input (s2x2048), vec (0)",
+                      "RuntimeError: The size of tensor a (0) must match the size of tensor b (4096) at non-singleton "
+                      "dimension 1")),
     )
