@@ -86,9 +86,10 @@ def _inventory(path: str, limits):
     return inv
 
 
-def merge_path(path: str, rules=None, limits=None, progress=None, inventory=None):
+def merge_path(path: str, rules=None, limits=None, progress=None, inventory=None, share: int | None = None):
     """The Merged context of a folder or a store file (tools/rundir/merge.py); ``inventory``: only these inputs
-    of the folder (one run of a folder of runs, tools/rundir/runs.py), else everything found."""
+    of the folder (one run of a folder of runs, tools/rundir/runs.py), else everything found; ``share``: the logs
+    sharing one budget of kept lines (merge.merge_texts)."""
     from grpo_debug.skills.loader import default_rules
     from grpo_debug.tools.rundir.discover import Limits
     from grpo_debug.tools.rundir.merge import Merged, attach_run, empty_context, merge_stores, merge_texts
@@ -102,7 +103,7 @@ def merge_path(path: str, rules=None, limits=None, progress=None, inventory=None
     with safefs.anchored(p if os.path.isdir(p) else os.path.dirname(p)):  # no link below the folder is followed
         inv = inventory if inventory is not None else _inventory(p, lim)
         m = Merged(ctx=empty_context(), skipped=list(inv.skipped))
-        merge_texts(m, inv, rules or default_rules(), lim, progress)
+        merge_texts(m, inv, rules or default_rules(), lim, progress, share)
         merge_stores(m, inv, progress)
         attach_run(m, p)
     if not m.files:
@@ -197,11 +198,12 @@ def triage_folder(path, *, rules=None, max_findings: int = 10, progress=None, li
 
 
 def folder_result(path, *, rules=None, max_findings: int = 10, progress=None, limits=None, inventory=None,
-                  label: str | None = None, **kw):
-    """(TriageResult, Merged) of :func:`triage_folder`; ``inventory``: only these inputs of the folder."""
+                  label: str | None = None, share: int | None = None, **kw):
+    """(TriageResult, Merged) of :func:`triage_folder`; ``inventory``: only these inputs of the folder; ``share``:
+    the logs sharing one budget of kept lines (merge.merge_texts)."""
     from grpo_debug.tools.triage import _result
 
-    m, _inv = merge_path(path, rules, limits, progress, inventory)
+    m, _inv = merge_path(path, rules, limits, progress, inventory, share)
     result = _result(m.ctx, m.lines, label=label or str(path), skipped=m.skipped, rules=rules,
                      max_findings=max_findings, lines_read=m.lines_read + sum(s.end - s.start + 1 for s in m.spans
                                                                              if s.store),

@@ -157,8 +157,10 @@ def _read_sparse(p, rb) -> tuple[Context, list[Line], int, str, list[str]]:
     return st.ctx, st.lines, st.total_lines, how, st.skipped
 
 
-def merge_texts(m: Merged, inv, rb, lim, progress=None) -> None:
-    """Read every text input of the inventory into ``m`` (a bound on total bytes is a skipped note)."""
+def merge_texts(m: Merged, inv, rb, lim, progress=None, share: int | None = None) -> None:
+    """Read every text input of the inventory into ``m`` (a bound on total bytes is a skipped note). ``share``:
+    the number of logs that share one budget of kept lines when it is not just this inventory's (a folder of
+    runs read one run at a time, tools/rundir/runs.py: each run's log gets 1/N of it)."""
     from grpo_debug.tools.engine.large_logs import HEAD_LINES, TAIL_LINES, keep_lines
 
     total = sum(t.size for t in inv.texts)
@@ -166,10 +168,11 @@ def merge_texts(m: Merged, inv, rb, lim, progress=None) -> None:
     logs = [t for t in inv.texts if t.role == "log"]
     # many logs (rank logs, a sweep): all streamed with one budget of kept lines, so a folder costs what the same
     # bytes cost as one file (60 rank logs of 86 MB: 45 s and 755 MB when each was read whole)
-    shared = len(logs) > 1 and sum(t.size for t in logs) > SHARED_TOTAL_BYTES
-    head = max(SHARED_MIN_HEAD, HEAD_LINES // max(1, len(logs))) if shared else HEAD_LINES
-    tail = max(SHARED_MIN_TAIL, TAIL_LINES // max(1, len(logs))) if shared else TAIL_LINES
-    with keep_lines(head, tail, len(logs) if shared else 1):
+    n = max(len(logs), share or 0)
+    shared = n > 1 and (bool(share) or sum(t.size for t in logs) > SHARED_TOTAL_BYTES)
+    head = max(SHARED_MIN_HEAD, HEAD_LINES // n) if shared else HEAD_LINES
+    tail = max(SHARED_MIN_TAIL, TAIL_LINES // n) if shared else TAIL_LINES
+    with keep_lines(head, tail, n if shared else 1):
         _merge_each(m, inv, rb, lim, progress, total, shared)
 
 
