@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import pprint
+import random
 import re
 
 import pytest
@@ -488,3 +489,73 @@ def test_export_of_several_variables_sets_each_for_later_commands():
     _, got = _facts(text)
     assert got[("NNODES", 1)] == 2 and got[("GPUS", 1)] == 8
     assert got[("nnodes", 2)] == 2 and got[("nproc_per_node", 2)] == 8 and got[("lr", 2)] == 1e-5
+
+
+def _random_command(rnd) -> tuple[str, dict[tuple[str, int], object]]:
+    """A launch command of a random shape and the facts it must give: env prefixes (on the launcher's line or
+    their own continuation lines), a launcher, then flags split over continuation lines, several per line, in
+    every value form, with comments after some continuations."""
+    want: dict[tuple[str, int], object] = {}
+    lines: list[list[str]] = [[]]
+
+    def new_line():
+        if lines[-1]:
+            lines.append([])
+
+    for k in range(rnd.randint(0, 3)):
+        name, val = f"ENV_{k}_X", rnd.choice(["0,1,2,3", "6", "info", "/opt/x"])
+        lines[-1].append(f"{name}={val}")
+        want[(name, len(lines))] = int(val) if val.isdigit() else val
+        if rnd.random() < 0.4:
+            new_line()
+    launcher = rnd.choice(["torchrun --nproc_per_node 8 train.py", "accelerate launch --num_processes 7 grpo.py",
+                           "python3 -m verl.trainer.main_ppo", "deepspeed --num_gpus 8 --module pkg.train",
+                           "swift rlhf", "python -u train.py"])
+    lines[-1].append(launcher)
+    for word, val in re.findall(r"--(\w+) (\d+)", launcher):
+        want[(word, len(lines))] = int(val)
+    if "--module" in launcher:
+        want[("module", len(lines))] = "pkg.train"
+    if "-m verl" in launcher:
+        want[("launch.module", len(lines))] = "verl.trainer.main_ppo"
+    for k in range(rnd.randint(1, 12)):
+        if rnd.random() < 0.5:
+            new_line()
+        name = f"flag_{k}_" + rnd.choice(["lr", "steps", "name", "on", "list"])
+        form = rnd.choice(["int", "neg", "exp", "str", "quoted", "bool", "eq", "list"])
+        if form == "exp":
+            val: object = float(f"{rnd.randint(1, 9)}e-{rnd.randint(1, 9)}")
+            text = f"--{name} " + (rnd.choice(["%g", "%.0e"]) % val)
+        elif form == "str":
+            val = rnd.choice(["cosine", "Qwen/Qwen2.5-7B", "AI-MO/NuminaMath-TIR#1000"])
+            text = f"--{name} {val}"
+        elif form == "quoted":
+            val, text = "a b  c", f"--{name} 'a b  c'"
+        elif form == "bool":
+            val, text = True, f"--{name}"
+        elif form == "eq":
+            val = rnd.randint(0, 99)
+            text = f"--{name}={val}"
+        elif form == "list":
+            val, text = ["tensorboard", "wandb"], f"--{name} tensorboard wandb"
+        else:
+            val = rnd.randint(0, 10**6) if form == "int" else -rnd.randint(1, 99)
+            text = f"--{name} {val}"
+        lines[-1].append(text)
+        want[(name, len(lines))] = val
+    out = []
+    for i, ws in enumerate(lines):
+        tail = "" if i == len(lines) - 1 else rnd.choice([" \\", "\\", " \\   # a comment"])
+        out.append(rnd.choice(["", "    "]) * (i > 0) + " ".join(ws) + tail)
+    return "\n".join(out) + "\n", want
+
+
+def test_random_launch_commands_give_every_fact_exactly():
+    rnd = random.Random(22)
+    for _ in range(300):
+        text, want = _random_command(rnd)
+        ctx, got = _facts(text)
+        for key, val in want.items():
+            assert key in got, (key, text)
+            assert got[key] == val or (isinstance(val, float) and got[key] == pytest.approx(val)), (key, got[key], text)
+        assert ctx.metrics.series == {}, text

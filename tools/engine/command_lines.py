@@ -36,8 +36,8 @@ _LAUNCH_INSIDE = re.compile(r"(?:^|[\s:'\"`])(?:[\w./-]*/)?(?:torchrun|deepspeed
                             r"python[\d.]*(?:\s+-[uOB])*\s+(?:-m\s+[\w.]+|\S+\.py)|swift\s+\w+|ray\s+job\s+submit|"
                             r"vllm\s+serve|sglang\.launch_server)\s+(?:\S+\s+)?--[A-Za-z]")
 ENV_ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
-_ENV_CONTINUED = re.compile(r"^(?:" + _ENV_WORD + r"\s+)+\\\s*(?:#.*)?$")  # CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 \\
-ASSIGNS_ONLY = re.compile(r"^(?:export\s+)?(?:" + _ENV_WORD + r"\s+)*" + _ENV_WORD + r"\s*(?:#.*)?$")
+_ENV_CONTINUED = re.compile(r"^(?:" + _ENV_WORD + r"\s+)*" + _ENV_WORD + r"\s*\\\s*(?:#.*)?$")  # CUDA_VISIBLE_DEVICES=0,1 NPROC_PER_NODE=6 \\
+ASSIGNS_ONLY = re.compile(r"^(?!.*\\\s*(?:#.*)?$)(?:export\s+)?(?:" + _ENV_WORD + r"\s+)*" + _ENV_WORD + r"\s*(?:#.*)?$")
 _FLAG_START = re.compile(r"^--[A-Za-z]")
 _TRAILING = re.compile(r"\s*\\\s*(?:#.*)?$|^\\$")
 
