@@ -9,6 +9,9 @@ from typing import Any
 
 @dataclass(slots=True)
 class Fact:
+    """One setting: dotted ``key``, parsed ``value``, 1-based input ``line``, the reader that found it (``origin``:
+    yaml, json, flag, override, env, printed, kwargs, ...) and the line's text (at most 300 characters)."""
+
     key: str
     value: Any
     line: int
@@ -18,12 +21,16 @@ class Fact:
 
 @dataclass
 class FactSet:
+    """Every fact of one input in reading order, the formats seen, and the lines read as launch commands or as
+    config blocks (so no other reader takes them)."""
+
     facts: list[Fact] = field(default_factory=list)
     formats: set[str] = field(default_factory=set)
     command_lines: set[int] = field(default_factory=set)  # lines read as (part of) a launch command
     block_lines: set[int] = field(default_factory=set)  # every line of a config block read (parents, list items, brackets)
 
     def add(self, key: str, value: Any, line: int, origin: str, text: str = "") -> None:
+        """Record a fact (key stripped, text stripped and cut to 300 characters)."""
         self.facts.append(Fact(key.strip(), value, line, origin, text.strip()[:300]))
 
     def find(self, key: str) -> list[Fact]:
@@ -37,6 +44,7 @@ class FactSet:
         return max(found, key=lambda f: f.line) if found else None
 
     def value(self, *keys: str, default: Any = None) -> Any:
+        """The value of ``get(*keys)``, else ``default``."""
         f = self.get(*keys)
         return f.value if f else default
 
