@@ -85,22 +85,32 @@ def _classes() -> tuple[ErrorClass, ...]:
             "process_killed_oom", "host_oom", "A process was killed by the kernel or Ray OOM killer",
             text=r"Out of memory: Killed process|Killed process \d+|oom-kill|oom_kill|OOMKilled|"
                  r"Task was killed due to the node running low on memory|killed due to memory pressure|"
-                 r"worker\(s\) were killed due to the node running low on memory|"
-                 r"exitcode\s*:\s*-9\b|exit(?:ed with)? (?:code|status) 137\b|signal 9 \(SIGKILL\)|"
-                 r"Signals\.SIGKILL|died with <Signals\.SIGKILL|^Killed$", line_level=True,
-            cause="The process received SIGKILL (exit -9 / 137): almost always the kernel, cgroup or Ray memory "
-                  "monitor killing it when host memory ran out.",
+                 r"worker\(s\) were killed due to the node running low on memory", line_level=True,
+            cause="The kernel, cgroup or Ray memory monitor killed the process because host memory ran out.",
             check="dmesg / journalctl -k for 'Out of memory: Killed process', the host memory of the node, Ray's "
                   "memory monitor lines, what held host memory (datasets, checkpoint buffers, offloaded states).",
-            source="Linux mm/oom_kill.c 'Out of memory: Killed process'; torch.distributed.elastic "
-                   "'exitcode  : -9'; ray memory monitor 'Task was killed due to the node running low on memory' "
+            source="Linux mm/oom_kill.c 'Out of memory: Killed process'; ray memory monitor 'Task was killed due to the node running low on memory' "
                    "(raylet, Ray <= 2.54.1), '%d worker(s) were killed due to the node running low on memory' "
                    "(raylet of the 2.55.0-2.60.0 wheels)",
             examples=("[Mon Jan 1 00:00:00 2025] Out of memory: Killed process 12345 (python) total-vm:1000kB",
-                      "exitcode  : -9 (pid: 12345)", "Killed",
                       "ray.exceptions.OutOfMemoryError: 2 worker(s) were killed due to the node running low on "
                       "memory. Memory on the node (IP: 10.0.0.1, ID: 92edc4e9) was 110.69GB used / 124.35GB limit "
                       "(0.890161)")),
+        ErrorClass(  # a SIGKILL alone: who sent it is unknown, so a lead at low confidence, not a diagnosis
+            "process_sigkilled", "host_oom", "A process was killed with SIGKILL (sender not shown)",
+            text=r"exitcode\s*:\s*-9\b|exit(?:ed with)? (?:code|status) 137\b|signal 9 \(SIGKILL\)|"
+                 r"Signals\.SIGKILL|died with <Signals\.SIGKILL|^Killed$", line_level=True, confidence="low",
+            cause="The process received SIGKILL (exit -9 / 137). The kernel, cgroup or Ray OOM killer is the usual "
+                  "sender, but not the only one: SGLang's launcher kills its own process tree when a child fails "
+                  "('Received sigquit from a child process'), and a scheduler's time limit or a kill -9 do the same; "
+                  "with no OOM-killer line it is a lead, not a diagnosis.",
+            check="dmesg / journalctl -k for 'Out of memory: Killed process' at that time, the host memory of the "
+                  "node, and whether an error just above (a child's traceback) came first.",
+            source="torch.distributed.elastic 'exitcode  : -9'; the shell's 'Killed' for a SIGKILLed job; "
+                   "sgl-project/sglang python/sglang/srt/entrypoints/engine.py sigquit_handler: logs 'Received "
+                   "sigquit from a child process. It usually means the child failed.' then "
+                   "kill_process_tree(os.getpid())",
+            examples=("exitcode  : -9 (pid: 12345)", "Killed")),
         ErrorClass(
             "cuda_oom", "cuda_oom", "GPU out of memory",
             # RuntimeError / AcceleratorError: torch's CUDA check (C10_CUDA_CHECK) raises "CUDA error: out of memory"
