@@ -265,4 +265,32 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             examples=("RuntimeError: size mismatch, got input (s2x2048), vec (0)",
                       "RuntimeError: The size of tensor a (0) must match the size of tensor b (4096) at non-singleton "
                       "dimension 1")),
+        ErrorClass(
+            "megatron_modeltype_encoder_and_decoder_removed", "config_error",
+            "Code written for Megatron-Core < 0.17 reads ModelType.encoder_and_decoder, removed in core_v0.17.0",
+            types=r"^AttributeError$", text=r"type object 'ModelType' has no attribute 'encoder_and_decoder'",
+            confidence="high",
+            cause="megatron.core.transformer.enums.ModelType.encoder_and_decoder was a deprecated property in "
+                  "core_v0.16.x and is gone from core_v0.17.0; a trainer that still names it fails when it builds "
+                  "the model.",
+            check="pip show megatron-core and the trainer's release (verl before 0.9.0 names it in "
+                  "verl/utils/megatron_utils.py get_model).",
+            source="NVIDIA/Megatron-LM megatron/core/transformer/enums.py: ModelType has the deprecated "
+                   "encoder_and_decoder property at core_v0.16.0, only encoder_or_decoder at core_v0.17.0",
+            examples=("AttributeError: type object 'ModelType' has no attribute 'encoder_and_decoder'",)),
+        ErrorClass(
+            "megatron_get_optimizer_removed_kwargs", "config_error",
+            "get_megatron_optimizer() called with arguments Megatron-Core 0.16 removed",
+            types=r"^TypeError$",
+            text=r"get_megatron_optimizer\(\) got an unexpected keyword argument "
+                 r"'(?:no_weight_decay_cond|scale_lr_cond|lr_mult)'",
+            confidence="high",
+            cause="Megatron-Core core_v0.16.0 dropped no_weight_decay_cond, scale_lr_cond and lr_mult from "
+                  "megatron.core.optimizer.get_megatron_optimizer (config_overrides replace them); a trainer built for "
+                  "0.15 still passes them.",
+            check="pip show megatron-core and the trainer's release (verl before 0.7.0 passes them in "
+                  "verl/utils/megatron/optimizer.py).",
+            source="NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py get_megatron_optimizer: the three "
+                   "arguments at core_v0.15.0, gone at core_v0.16.0",
+            examples=("TypeError: get_megatron_optimizer() got an unexpected keyword argument 'no_weight_decay_cond'",)),
     )
