@@ -293,4 +293,16 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py get_megatron_optimizer: the three "
                    "arguments at core_v0.15.0, gone at core_v0.16.0",
             examples=("TypeError: get_megatron_optimizer() got an unexpected keyword argument 'no_weight_decay_cond'",)),
+        ErrorClass(
+            "fastapi_included_router_no_path", "config_error",
+            "prometheus-fastapi-instrumentator reads route.path of FastAPI 0.137's path-less _IncludedRouter",
+            types=r"^AttributeError$", text=r"'_IncludedRouter' object has no attribute 'path'", confidence="high",
+            cause="FastAPI 0.137 stores lazy _IncludedRouter objects (no .path) in app.routes; the metrics "
+                  "middleware of prometheus-fastapi-instrumentator <= 8.0.0 reads route.path on every request, so "
+                  "the server (vLLM's API server) answers 500 to every request, /health included.",
+            check="pip show fastapi prometheus-fastapi-instrumentator vllm in the inference server's environment.",
+            source="prometheus_fastapi_instrumentator/routing.py _get_route_name: route.path (trallnag/"
+                   "prometheus-fastapi-instrumentator issue 370); vllm-project/vllm PR 45629 skips path-less routes "
+                   "(vllm/entrypoints/serve/instrumentator/metrics.py in the 0.33.0 wheel)",
+            examples=("AttributeError: '_IncludedRouter' object has no attribute 'path'",)),
     )
