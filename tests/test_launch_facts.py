@@ -559,3 +559,24 @@ def test_random_launch_commands_give_every_fact_exactly():
             assert key in got, (key, text)
             assert got[key] == val or (isinstance(val, float) and got[key] == pytest.approx(val)), (key, got[key], text)
         assert ctx.metrics.series == {}, text
+
+
+def test_megatron_arguments_print_is_config():
+    """Megatron-LM's _print_args (megatron/training/arguments.py): a header, '  {arg} {dots} {value}' per argument
+    with 48 - len(arg) dots, sorted, and an end line; the iteration lines after it stay metrics."""
+    args = {"lr": 1e-06, "clip_grad": 1.0, "global_batch_size": 256, "micro_batch_size": 1,
+            "tensor_model_parallel_size": 2, "use_distributed_optimizer": True, "optimizer": "adam", "loss_scale": None,
+            "eval_prompt_data": ["aime", "/root/aime-2024/aime-2024.jsonl"],
+            "a_very_long_argument_name_that_leaves_no_room_for_dots_x": 3}
+    out = ["------------------------ arguments ------------------------"]
+    out += sorted(("  {} {} {}".format(a, "." * (48 - len(a)), v) for a, v in args.items()), key=lambda x: x.lower())
+    out += ["-------------------- end of arguments ---------------------",
+            " iteration        1/     500 | consumed samples:          256 | learning rate: 1.000000E-06 | "
+            "lm loss: 2.345678E+00 | grad norm: 1.234 | number of skipped iterations:   0 |"]
+    ctx, _ = build_context("\n".join(out) + "\n")
+    printed = {f.key: (f.value, f.line) for f in ctx.facts.facts if f.origin == "printed"}
+    for key, val in args.items():
+        assert printed[key][0] == val, key
+        assert out[printed[key][1] - 1].lstrip().startswith(key + " ")
+    assert "lm loss" in ctx.metrics.series and not set(ctx.metrics.lines) & {v[1] for v in printed.values()}
+    assert "launch-command" not in ctx.facts.formats  # a '-----' rule line is not a flag line

@@ -274,11 +274,16 @@ def _shown_lines(fs: FactSet, lines: list[Line], skip: set[int] | frozenset[int]
     printed as a Python dict (verl's pprint of its resolved config, engine/printed_config.py), whose settings are
     added here at the line of each key."""
     from grpo_debug.tools.engine.errors_classify import quoted_source_lines
-    from grpo_debug.tools.engine.printed_config import block_settings, dict_blocks, repr_blocks, repr_settings
+    from grpo_debug.tools.engine.printed_config import (block_settings, dict_blocks, megatron_args, repr_blocks,
+                                                        repr_settings)
 
     shown = quoted_source_lines(lines)
     blocks = [(b, block_settings(b)) for b in dict_blocks(lines, skip | shown)]
     blocks += [(b, [(k, parse_scalar(v), no) for k, v, no in repr_settings(b)]) for b in repr_blocks(lines, skip | shown)]
+    mega = megatron_args(lines)
+    if mega:
+        by_no = {x.no: x for x in lines if x.no in {no for _, _, no in mega}}
+        blocks.append((list(by_no.values()), [(k, _printed_value(v), no) for k, v, no in mega]))
     for block, settings in blocks:
         if not settings:
             continue
@@ -289,6 +294,18 @@ def _shown_lines(fs: FactSet, lines: list[Line], skip: set[int] | frozenset[int]
         shown.update(by_no)
         fs.block_lines.update(by_no)
     return shown
+
+
+def _printed_value(v: str) -> Any:
+    """A value as ``str()`` prints it: a list or dict literal read (never evaluated), else a scalar."""
+    if v[:1] in "[{(":
+        import ast
+
+        try:
+            return ast.literal_eval(v)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return v
+    return parse_scalar(v)
 
 
 def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: str | None = None,

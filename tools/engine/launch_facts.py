@@ -154,7 +154,7 @@ def command_facts(fs: FactSet, s: str, t: str, no: int, shell_vars: dict[str, st
 
 def is_command_start(s: str) -> bool:
     """A stripped line that starts a launch command (or is a lone ``--flag`` line of a pasted fragment)."""
-    return (bool(_CMD_HINT.search(s)) or s.startswith(("--", "$ ", "+ ")) or starts_command(s)
+    return (bool(_CMD_HINT.search(s)) or s.startswith(("$ ", "+ ")) or (s[:2] == "--" and s[2:3].isalpha()) or starts_command(s)
             or (s.endswith("\\") and not ASSIGNS_ONLY.match(s)))
 
 

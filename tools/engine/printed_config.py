@@ -20,6 +20,10 @@ src/transformers/training_args.py; TRL's GRPOConfig/PPOConfig and ms-swift's arg
 ``GRPOConfig(`` line, one ``key=value,`` line per field (values by ``str``: unquoted strings, enum names, dicts) and a
 ``)`` line (:func:`repr_blocks`). One-line reprs (``Namespace(lr=1e-06, ...)`` of argparse, a dataclass repr) are read
 by facts.py; either may follow a logger's text (open-r1's ``logger.info(f"Training parameters {training_args}")``).
+Megatron-LM prints its parsed arguments at start (``_print_args`` in megatron/training/arguments.py, rank 0):
+``------------------------ arguments ------------------------``, then ``'  {} {} {}'.format(arg, '.' * (48 -
+len(arg)), value)`` per argument, sorted, then ``-------------------- end of arguments ---------------------``
+(:func:`megatron_args`).
 :func:`settings_print_lines` names all these lines so the metric readers leave them alone.
 """
 from __future__ import annotations
@@ -183,7 +187,7 @@ def settings_print_lines(lines: list[Line]) -> set[int]:
     multi-line or one-line arguments repr): settings, never metric values. One pass over the lines' first
     characters, then a scan of each candidate; a flat one-line dict (a metric print) is not one."""
     out: set[int] = set()
-    reprs = False
+    reprs = megatron = False
     i, n = 0, len(lines)
     while i < n:
         t = lines[i].text
@@ -194,6 +198,8 @@ def settings_print_lines(lines: list[Line]) -> set[int]:
                 out.update(x.no for x in block)
                 i = j
                 continue
+        elif head == "-" and t.endswith("-") and " arguments " in t:
+            megatron = True
         elif "(" in t:
             if "=" in t and ONE_LINE_REPR.search(t):
                 out.add(lines[i].no)
@@ -202,4 +208,35 @@ def settings_print_lines(lines: list[Line]) -> set[int]:
     if reprs:
         for block in repr_blocks(lines):
             out.update(x.no for x in block)
+    if megatron:
+        out.update(no for _, _, no in megatron_args(lines))
+    return out
+
+
+_MEGATRON_HEAD = re.compile(r"^\s*-{3,} ((?:end of )?[\w ]{0,30}arguments) -{3,}\s*$")
+_MEGATRON_ARG = re.compile(r"^\s+([A-Za-z_]\w*) \.* ?(.*?)\s*$")
+
+
+def megatron_args(lines: list[Line]) -> list[tuple[str, str, int]]:
+    """(argument, value as printed, input line) of each Megatron-LM arguments print (see the module text): the
+    lines between a ``---- arguments ----`` header and its ``---- end of arguments ----`` line of the same process;
+    a block without its end line (a cut log) is read up to the first line of another shape."""
+    out: list[tuple[str, str, int]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        m = _MEGATRON_HEAD.match(lines[i].text) if lines[i].text.lstrip()[:3] == "---" else None
+        if not m or m.group(1).startswith("end of"):
+            i += 1
+            continue
+        src, j = lines[i].source, i + 1
+        while j < n:
+            x = lines[j]
+            j += 1
+            if x.source != src:
+                continue
+            a = _MEGATRON_ARG.match(x.text)
+            if a is None:
+                break  # the end line, or the print was cut
+            out.append((a.group(1), a.group(2), x.no))
+        i = j
     return out
