@@ -248,6 +248,7 @@ class Unit:
     launch: bool = False
     records: int = 0
     steps: tuple | None = None
+    signed: bool = False
 
     @property
     def looks_like_run(self) -> bool:
@@ -275,11 +276,25 @@ def _head_text(path: str) -> str:
     return "".join([ln for ln in text.splitlines(True) if ln.strip()][:HEAD_LINES])
 
 
-def _sign(unit: Unit) -> None:
-    """Fill ``unit``'s signature from the heads of its logs and its configs/scripts (bounded: HEAD_BYTES each)."""
+def _launch_in(text: str) -> bool:
+    """``any(LAUNCH.match(ln.text) for ln in normalize(text))``, normalising line by line up to the first launch
+    line (a sweep's logs open with theirs)."""
+    from grpo_debug.tools.engine.normalize import normalize_line, split_lines
+
+    return any(LAUNCH.match(normalize_line(raw, i + 1).text) for i, raw in enumerate(split_lines(text)[:5000]) if raw)
+
+
+def _sign(unit: Unit, full: bool = True) -> None:
+    """Fill ``unit``'s signature from the heads of its logs and its configs/scripts (bounded: HEAD_BYTES each).
+    ``full=False``: only ``launch`` when a log's head has a launch line (enough for ``looks_like_run``), else the
+    whole signature; ``unit.signed`` says whether it is whole."""
     from grpo_debug.tools.engine.normalize import normalize
     from grpo_debug.tools.run.build import build_run
 
+    if not full and any(t.role == "log" and _launch_in(_head_text(t.path)) for t in unit.texts):
+        unit.launch = True
+        return
+    unit.signed = True
     for t in unit.texts:
         text = _head_text(t.path)
         lines = normalize(text)
@@ -336,14 +351,24 @@ def differing_facts(units: list[Unit]) -> list[str]:
     return out
 
 
+def _rank_named(names: list[str]) -> bool:
+    """Every name carries a rank/node tag and they differ only there (rank0.log .. rank7.log)."""
+    return len({_RANK_TAG.sub("<R>", n) for n in names}) == 1 and all(_RANK_TAG.search(n) for n in names)
+
+
+def _sweep_named(names: list[str]) -> bool:
+    """A sweep's tag (seed, run, trial, lr, ...) and one numbering for every name (run00.log .. run29.log)."""
+    return any(_SWEEP_TAG.search(n) for n in names) and len({re.sub(r"\d+", "#", n) for n in names}) == 1
+
+
 def _one_run(units: list[Unit]) -> bool:
     """True when the units are the parts (ranks, nodes, attempts) of one run (module docstring)."""
     names = [u.name for u in units]
-    if len({_RANK_TAG.sub("<R>", n) for n in names}) == 1 and all(_RANK_TAG.search(n) for n in names):
+    if _rank_named(names):
         return True
     if differing_facts(units):
         return False  # a config fact differs: a sweep
-    if any(_SWEEP_TAG.search(n) for n in names) and len({re.sub(r"\d+", "#", n) for n in names}) == 1:
+    if _sweep_named(names):
         return False
     if len({re.sub(r"\d+", "#", n) for n in names}) == 1:
         return True  # numbered the same way, same config: ranks or attempts of one run
@@ -371,11 +396,19 @@ def group_folder(inv, force: bool = False) -> list[Group] | None:
     owned = {id(t) for u in units for t in u.texts} | {id(s) for u in units for s in u.stores}
     shared_t = [t for t in inv.texts if id(t) not in owned and t.role != "log"]
     shared_s = [s for s in inv.stores if id(s) not in owned]
-    for u in units:
-        _sign(u)
+    if not force and _rank_named([u.name for u in units]):
+        return None  # _one_run's first test, by the names alone: the rank logs of one run (no head read)
+    for u in units:  # the facts only when the names do not decide (a sweep's 30 heads cost 12 s through build_run)
+        _sign(u, full=False)
     runs = [u for u in units if u.looks_like_run]
-    if len(runs) < 2 or (not force and _one_run(runs)):
+    if len(runs) < 2:
         return None
+    if not force and not (not _rank_named([u.name for u in runs]) and _sweep_named([u.name for u in runs])):
+        for u in runs:
+            if not u.signed:
+                _sign(u)
+        if _one_run(runs):
+            return None
     aux = [u for u in units if not u.looks_like_run]
     for a in aux:  # job.err beside job.out: with its run; else shared when small
         stem = os.path.basename(a.name).split(".")[0]
