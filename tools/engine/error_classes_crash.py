@@ -305,4 +305,20 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                    "prometheus-fastapi-instrumentator issue 370); vllm-project/vllm PR 45629 skips path-less routes "
                    "(vllm/entrypoints/serve/instrumentator/metrics.py in the 0.33.0 wheel)",
             examples=("AttributeError: '_IncludedRouter' object has no attribute 'path'",)),
+        ErrorClass(
+            "cuda_tensor_to_cpu_process", "process_crash",
+            "A CUDA tensor was sent (pickled) to a process that has no GPU",
+            text=r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) is False",
+            confidence="medium",
+            cause="torch pickles a tensor with its device; unpickling a CUDA tensor in a process without a visible GPU "
+                  "(a Ray driver or TaskRunner scheduled with num_gpus=0) fails. A worker returned a CUDA tensor (a "
+                  "metric such as grad_norm left as a tensor) instead of a Python number or a CPU tensor.",
+            check="which value the failing ray.get returns (metrics dict of update_actor and similar), and convert "
+                  "tensors with .item() or .cpu() before they leave the GPU worker.",
+            source="pytorch torch/serialization.py validate_cuda_device: 'Attempting to deserialize object on a CUDA "
+                   "device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please "
+                   "use torch.load with map_location=torch.device('cpu') ...' (Ray wraps it as RaySystemError)",
+            examples=("ray.exceptions.RaySystemError: System error: Attempting to deserialize object on a CUDA device "
+                      "but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use "
+                      "torch.load with map_location=torch.device('cpu') to map your storages to the CPU.",)),
     )
