@@ -164,3 +164,10 @@ def test_the_input_framework_comes_from_a_pasted_logs_lines_when_no_word_names_i
     assert input_frameworks(verl) == {"verl"}
     assert "megatron" in input_frameworks(megatron) and "verl" not in input_frameworks(megatron)
     assert input_frameworks("loss nan") == set()
+
+
+def test_a_cut_filtered_answer_says_how_many_matched():
+    rep = run_family("playbook", "fixes", text="oom")  # several seed fixes match; each fix item is ~2 kB
+    assert _size(rep) <= FILTERED_BYTES + 500
+    assert any("more entries match 'oom'" in n for n in rep.notes), rep.notes
+    assert f"the first {len(rep.items)} of" in rep.summary, rep.summary

@@ -105,5 +105,6 @@ def bound_filtered(rep, text: str, budget: int = FILTERED_BYTES):
     while len(rep.items) > 1 and size() > budget:
         rep.items.pop()
     if len(rep.items) < n:
+        rep.summary += f" (the first {len(rep.items)} of {n} shown)"
         rep.notes.append(f"{n - len(rep.items)} more entries match {text.strip()[:60]!r}: narrow the filter to see them")
     return rep
