@@ -491,7 +491,7 @@ def _register_suggest(server: MCPServer, inputs: _Inputs) -> None:
     @server.tool(name="suggest", title="Which tool for this question",
                  description="Route a free-text question or symptom description to the tools, operations, rules "
                              "and prompts to try. Use when unsure where to start.", annotations=READ_ONLY)
-    async def suggest_tool(text: Annotated[str, Field(description="A question, symptom words, or log lines / metric values (routed by what they show).")]) -> Suggestion:
+    async def suggest_tool(text: Annotated[str, Field(description="A question, symptom words, or log lines/metric values (routed by what they show).")]) -> Suggestion:
         with _guard("suggest"):
             _check_text(text)
         return await _heavy(inputs.pool, "suggest", _suggest_job, text[:SUGGEST_MAX_CHARS], len(text))

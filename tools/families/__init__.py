@@ -56,8 +56,7 @@ _AVOID = "avoid: a config (patch) or setup words (filter). gpu: unused."
 
 FAMILY_SPECS: dict[str, FamilySpec] = {s.name: s for s in (
     FamilySpec("playbook", get_args(PlaybookOp), "GRPO debug playbook",
-               "GRPO debug playbook: the 7 bug pattern classes, symptom -> causes -> fix, fix reference per bug, "
-               "per-GPU report.",
+               "The 7 bug pattern classes, symptom -> causes -> fix, fix reference per bug, per-GPU report.",
                "GRPO debug playbook: pattern classes, symptom map, fixes, GPU report",
                "playbook, symptoms, fixes: a filter (symptom words, metric, rule id); only matches. gpu: unused." + _NO_TEXT),
     FamilySpec("nan_guide", get_args(NanGuideOp), "GRPO NaN guide",
