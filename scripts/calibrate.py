@@ -14,7 +14,10 @@ It also reports the verdict's accuracy: on a healthy input ``healthy`` or ``cann
 config or script) cut at 10 points (10%, 20%, ... 90% of its lines, and whole) and counts the prefixes that get a
 medium/high finding: every prefix of a healthy run is a short paste of a healthy run too.
 
-Usage: ``python scripts/calibrate.py [--prefixes] [--json FILE] [--only corpus,shared] [ROOT ...]``.
+``--windows`` does the same with tails (from 10%, 20%, ... to the end) and short windows (a tenth of the lines,
+at least 3): a paste often starts mid-run.
+
+Usage: ``python scripts/calibrate.py [--prefixes] [--windows] [--json FILE] [ROOT ...]``.
 Roots default to tests/data/corpus*/cases, tests/data/cases_heldout, tests/data/cases_config_heldout,
 /work/shared/cases (cases) and tests/data/corpus*/healthy, /work/shared/healthy (healthy). Deterministic: folders
 sorted, one process, no randomness. Exit status 0 (it measures; tests/test_calibration.py asserts).
@@ -106,8 +109,9 @@ def _after_right(f, fs: list, codes: set[str]) -> bool:
     return False
 
 
-def measure(case_roots: list[Path], healthy_roots: list[Path], prefixes: bool, log=print) -> dict:
-    """Run everything and return the report (the JSON ``--json`` writes)."""
+def measure(case_roots: list[Path], healthy_roots: list[Path], prefixes: bool, windows: bool = False) -> dict:
+    """Run everything and return the report (the JSON ``--json`` writes); ``prefixes``/``windows``: also the
+    pieces of healthy logs (:func:`prefix_report`)."""
     import yaml
 
     t0 = time.monotonic()
@@ -127,6 +131,8 @@ def measure(case_roots: list[Path], healthy_roots: list[Path], prefixes: bool, l
     report["errors"] = errors
     if prefixes:
         report["prefixes"] = prefix_report(healthy_roots)
+    if windows:
+        report["windows"] = {m: prefix_report(healthy_roots, mode=m) for m in ("suffix", "window")}
     report["seconds"] = round(time.monotonic() - t0, 1)
     return report
 
@@ -159,9 +165,24 @@ def summarise(inputs: list[dict]) -> dict:
                 verdicts=verdicts, healthy_alarmed=loud_healthy, inputs=inputs)
 
 
-def prefix_report(healthy_roots: list[Path], cuts: int = 10) -> dict:
-    """Each healthy log cut at ``cuts`` points (k/cuts of its lines, k = 1..cuts) triaged as a paste: the prefixes
-    that get a medium/high finding, with what they got."""
+def _cuts(lines: list[str], mode: str, cuts: int) -> list[tuple[int, int]]:
+    """(start, end) line ranges: ``prefix`` the first k/cuts of the lines (k = 1..cuts), ``suffix`` the last
+    ones (from k/cuts, k = 1..cuts-1: a log's tail), ``window`` a tenth (at least 3 lines) ending at k/cuts."""
+    n, out = len(lines), []
+    for k in range(1, cuts + 1):
+        a = max(1, round(n * k / cuts))
+        if mode == "prefix":
+            out.append((0, a))
+        elif mode == "suffix" and k < cuts:
+            out.append((a, n))
+        elif mode == "window":
+            out.append((max(0, a - max(3, n // cuts)), a))
+    return [r for r in dict.fromkeys(out) if r[1] > r[0]]
+
+
+def prefix_report(healthy_roots: list[Path], cuts: int = 10, mode: str = "prefix") -> dict:
+    """Each healthy log (not a config or script) cut at ``cuts`` points (:func:`_cuts`; ``mode`` prefix, suffix
+    or window) and triaged as a paste: the pieces that get a medium/high finding, with what they got."""
     n, alarmed = 0, []
     for root in healthy_roots:
         for d in folders(root):
@@ -169,17 +190,15 @@ def prefix_report(healthy_roots: list[Path], cuts: int = 10) -> dict:
             if p is None or not p.is_file() or p.suffix.lower() in CONFIG_EXT:
                 continue
             lines = p.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-            seen = set()
-            for k in range(1, cuts + 1):
-                m = max(1, round(len(lines) * k / cuts))
-                if m in seen:
+            for a, b in _cuts(lines, mode, cuts):
+                if not "".join(lines[a:b]).strip():
                     continue
-                seen.add(m)
                 n += 1
-                res = run_engine(text="".join(lines[:m]))
+                res = run_engine(text="".join(lines[a:b]))
                 loud = [(rule_of(f), f.symptom, f.confidence) for f in res.findings if f.confidence in LEVELS]
                 if loud:
-                    alarmed.append(dict(case=f"{_short(root)}/{d.name}", lines=m, of=len(lines), found=loud))
+                    alarmed.append(dict(case=f"{_short(root)}/{d.name}", lines=f"{a + 1}-{b}", of=len(lines),
+                                        found=loud))
     return dict(n=n, alarmed=len(alarmed), which=alarmed)
 
 
@@ -191,10 +210,13 @@ def table(rep: dict) -> str:
     for k, v in rep["verdicts"].items():
         out.append(f"verdict on {k}: {v['right']}/{v['n']} ({v['accuracy']})")
     out.append(f"healthy inputs with a medium/high finding: {len(rep['healthy_alarmed'])} {rep['healthy_alarmed']}")
-    if "prefixes" in rep:
-        out.append(f"healthy prefixes with a medium/high finding: {rep['prefixes']['alarmed']}/{rep['prefixes']['n']}")
-        for w in rep["prefixes"]["which"]:
-            out.append(f"  {w['case']} [{w['lines']}/{w['of']} lines] {w['found']}")
+    pieces = [("prefixes", rep.get("prefixes"))] + list((rep.get("windows") or {}).items())
+    for what, pr in pieces:
+        if pr is None:
+            continue
+        out.append(f"healthy {what} with a medium/high finding: {pr['alarmed']}/{pr['n']}")
+        for w in pr["which"]:
+            out.append(f"  {w['case']} [lines {w['lines']} of {w['of']}] {w['found']}")
     out.append("wrong medium/high findings by rule:")
     for rule, ws in rep["wrong_by_rule"].items():
         out.append(f"  {rule} ({len(ws)})")
@@ -211,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("roots", nargs="*", help="case or healthy roots (a root named 'healthy' is healthy)")
     ap.add_argument("--prefixes", action="store_true", help="also triage 10 prefixes of each healthy log")
+    ap.add_argument("--windows", action="store_true", help="also triage tails and short windows of each healthy log")
     ap.add_argument("--json", metavar="FILE", help="write the full report as JSON")
     a = ap.parse_args(argv)
     if a.roots:
@@ -218,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         cases, healthy = [r for r in roots if r.name != "healthy"], [r for r in roots if r.name == "healthy"]
     else:
         cases, healthy = default_roots()
-    rep = measure(cases, healthy, a.prefixes)
+    rep = measure(cases, healthy, a.prefixes, windows=a.windows)
     print(table(rep))
     if a.json:
         Path(a.json).write_text(json.dumps(rep, indent=1))

@@ -33,7 +33,7 @@ def sample():
     inputs, and 10 prefixes of every healthy log (~10 s in process)."""
     cases = _present(SHARED / "cases", ROOT / "tests" / "data" / "corpus" / "cases")
     healthy = _present(ROOT / "tests" / "data" / "corpus" / "healthy", SHARED / "healthy")
-    return cal.measure(cases, healthy, prefixes=True, log=lambda *a: None)
+    return cal.measure(cases, healthy, prefixes=True)
 
 
 def test_high_confidence_is_right_at_least_95_percent_of_the_time(sample):
@@ -88,11 +88,14 @@ def test_judge_counts_every_finding_and_a_healthy_input_has_none_right():
 
 @pytest.mark.slow
 def test_full_calibration_over_every_corpus():
-    """Every case and healthy root (corpus 1-4, held-out cases and configs, shared): the issue's bars."""
+    """Every case and healthy root (corpus 1-4, held-out cases and configs, shared): the issue's bars, and no
+    prefix, tail or short window of a healthy log with a medium/high finding."""
     cases, healthy = cal.default_roots()
-    rep = cal.measure(cases, healthy, prefixes=True, log=lambda *a: None)
+    rep = cal.measure(cases, healthy, prefixes=True, windows=True)
     assert rep["errors"] == []
     assert rep["levels"]["high"]["precision"] >= 0.95, rep["wrong_by_rule"]
     assert rep["levels"]["medium"]["precision"] >= 0.70, rep["wrong_by_rule"]
     assert rep["healthy_alarmed"] == []
     assert rep["prefixes"]["alarmed"] == 0, rep["prefixes"]["which"]
+    for mode, pieces in rep["windows"].items():  # a log's tail, a few lines from the middle
+        assert pieces["alarmed"] == 0, (mode, pieces["which"])

@@ -43,3 +43,26 @@ def test_a_flags_absence_in_a_partial_paste_is_not_a_high_config_error():
     found = _found(text)
     cfg = [c for s, c, rules in found if "slime-max-tokens-per-gpu-without-dynamic-batch" in rules]
     assert cfg and all(c != "high" for c in cfg), found
+
+
+def _logprob(text: str) -> list[str]:
+    return [c for s, c, _ in _found(text) if s == "logprob_mismatch"]
+
+
+def test_a_step_1_check_needs_a_logged_step_1():
+    """TRL / HF Trainer console dicts print no step (their x is the record's ordinal): the first record of a paste,
+    such as a log's tail, is not step 1, so a KL > 0 there is no step-1 mismatch; a dict that logs step 1 is."""
+    rec = "{'loss': 0.0, 'grad_norm': 0.977, 'learning_rate': 2.1e-06, 'reward': 1.26, 'kl': 0.0101, 'epoch': 0.04}\n"
+    assert _logprob(rec) == []
+    assert _logprob(rec.replace("'epoch': 0.04", "'step': 1")) == ["medium"]
+
+
+def test_a_step_1_kl_is_expected_under_verls_default_mini_batching():
+    """A verl paste that states neither batch size runs verl's defaults (data.train_batch_size 1024,
+    actor.ppo_mini_batch_size 256 in every release read, skills/defaults/verl.json): 4 updates per rollout, so
+    KL > 0 at step 1 is expected; stating one update per rollout (either key) makes it a mismatch again."""
+    step1 = "(TaskRunner pid=77) step:1 - actor/kl_loss:0.0017 - actor/ppo_kl:0.0001 - actor/grad_norm:0.282\n"
+    assert _logprob(step1) == []
+    launch = "python3 -m verl.trainer.main_ppo data.train_batch_size=256 {}\n"
+    assert _logprob(launch.format("actor_rollout_ref.actor.ppo_mini_batch_size=256") + step1) == ["medium"]
+    assert _logprob(launch.format("") + step1) == ["medium"]  # 256 / the default mini-batch 256

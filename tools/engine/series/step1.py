@@ -69,12 +69,47 @@ def step1_table(t, tol: float = 1e-3, ratio_tol: float = 5e-3, kl: bool = True) 
 
 def step1_mismatch(run: Run, tol: float = 1e-3, ratio_tol: float = 5e-3) -> Hit | None:
     """The step-1 checks over the run; KL and ratio are checked only when the config does not state more than one
-    optimizer step per rollout batch."""
+    optimizer step per rollout batch. Only series on a logged step axis count: a record's ordinal (the
+    ``log_record`` axis of HF Trainer / TRL console dicts, which print no step) or a counter is not a step, so the
+    first record of a paste (a TRL run's first logged line at epoch 0.02, or a log's tail) is not step 1."""
+    from grpo_debug.tools.run.build import COUNTER_AXES
     from grpo_debug.tools.run.derived import updates_per_rollout
 
     by_raw: dict[str, list] = {}
     for s in run.series.values():
+        if s.axis in COUNTER_AXES or s.axis == "log_record":
+            continue
         for p in s.points:
             by_raw.setdefault(p.raw_key, []).append(p)
     upr = updates_per_rollout(run)
-    return step1_table(SimpleNamespace(series=by_raw), tol, ratio_tol, kl=upr is None or upr[0] <= 1)
+    n = upr[0] if upr is not None else _default_updates(run)
+    return step1_table(SimpleNamespace(series=by_raw), tol, ratio_tol, kl=n is None or n <= 1)
+
+
+# framework -> (rollout batch key, mini-batch key) as tools/run/derived.updates_per_rollout reads them, and the full
+# keys of the framework's defaults (skills/defaults/<fw>.json)
+_BATCH_KEYS = {"verl": (("data.train_batch_size", "data.train_batch_size"),
+                        ("actor.ppo_mini_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size"))}
+
+
+def _default_updates(run: Run) -> float | None:
+    """Optimizer steps per rollout batch when the input leaves the batch sizes to the framework's defaults: the
+    input's own value of each key, else the default every release read agrees on (verl 0.3.0-0.9.0:
+    data.train_batch_size 1024 / actor.ppo_mini_batch_size 256 = 4, so a step-1 KL > 0 is expected); None when
+    the framework or a default is unknown."""
+    from grpo_debug.tools.engine.defaults import lookup
+    from grpo_debug.tools.run.derived import _num
+
+    keys = _BATCH_KEYS.get(run.framework or "")
+    if keys is None:
+        return None
+    vals = []
+    for short, full in keys:
+        v, _ = _num(run, short)
+        if v is None:
+            d = lookup(run.framework, full)
+            if d is None or len(d.values) != 1 or not isinstance(d.value, (int, float)) or d.value <= 0:
+                return None
+            v = float(d.value)
+        vals.append(v)
+    return vals[0] / vals[1]
