@@ -33,7 +33,8 @@ from grpo_debug.tools.engine.detectors import DETECTORS
 from grpo_debug.tools.engine.error_classes import BY_NAME
 
 # the most signals of each raw kind the rule base may hold (today's counts, after the conversions of issue 22)
-CEILING = {"raw_text": 75, "detector_raw_key": 10, "detector_builtin_regex": 10, "detector_canonical_fallback": 0}
+# detector_raw_key 10 -> 11: nemo-rl-loo-normalized-advantage-explosion reads advantages/max (no canonical alias yet)
+CEILING = {"raw_text": 75, "detector_raw_key": 11, "detector_builtin_regex": 10, "detector_canonical_fallback": 0}
 
 # table detectors whose selection without keys/metric is a regex of their own over metric keys (detectors.py)
 _BUILTIN_REGEX = {"spike", "growth", "decline", "flat", "vanished", "zero_reward", "length_cap"}
