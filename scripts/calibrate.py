@@ -161,8 +161,14 @@ def summarise(inputs: list[dict]) -> dict:
         ok = sum(i["verdict_ok"] for i in xs)
         verdicts[key] = dict(n=len(xs), right=ok, accuracy=round(ok / len(xs), 3) if xs else None)
     loud_healthy = sorted(i["case"] for i in inputs if i["healthy"] and i["findings"])
+    by_root: dict = defaultdict(lambda: {lv: [0, 0] for lv in LEVELS})
+    for i in inputs:
+        for f in i["findings"]:
+            c = by_root[i["case"].rsplit("/", 1)[0]][f["confidence"]]
+            c[0], c[1] = c[0] + 1, c[1] + f["right"]
     return dict(levels=levels, wrong_by_rule=dict(sorted(wrong.items(), key=lambda kv: (-len(kv[1]), kv[0]))),
-                verdicts=verdicts, healthy_alarmed=loud_healthy, inputs=inputs)
+                verdicts=verdicts, healthy_alarmed=loud_healthy, inputs=inputs,
+                by_root={r: {lv: dict(n=v[lv][0], right=v[lv][1]) for lv in LEVELS} for r, v in sorted(by_root.items())})
 
 
 def _cuts(lines: list[str], mode: str, cuts: int) -> list[tuple[int, int]]:
@@ -207,6 +213,8 @@ def table(rep: dict) -> str:
     out = ["level   n    right  precision"]
     for lv, r in rep["levels"].items():
         out.append(f"{lv:7s} {r['n']:<4d} {r['right']:<6d} {r['precision']}")
+    for root, v in rep["by_root"].items():
+        out.append(f"  {root:32s} " + "  ".join(f"{lv} {v[lv]['right']}/{v[lv]['n']}" for lv in LEVELS))
     for k, v in rep["verdicts"].items():
         out.append(f"verdict on {k}: {v['right']}/{v['n']} ({v['accuracy']})")
     out.append(f"healthy inputs with a medium/high finding: {len(rep['healthy_alarmed'])} {rep['healthy_alarmed']}")
