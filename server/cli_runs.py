@@ -26,15 +26,31 @@ def _input(arg: str) -> dict:
     return {"path": arg}
 
 
+PLOT_INSTALL = "pip install 'grpo-debug[plot]'"
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Sparklines of a run's metrics in the terminal; ``--png FILE`` writes the small-multiples PNG."""
+    """Sparklines of a run's metrics in the terminal (several RUNs: overlaid); ``--png FILE`` writes the
+    small-multiples PNG. Exit 2 for an input error, and for ``--png`` without matplotlib (checked before the
+    input is read; the message holds the install line)."""
     from grpo_debug.tools.errors import InputError
     from grpo_debug.tools.rundir.plot import plot_run
 
+    if args.png:
+        try:
+            import matplotlib  # noqa: F401 - only whether it imports
+        except ImportError:
+            _say(f"{PROG}: error: --png {args.png}: matplotlib is not installed; {PLOT_INSTALL}", err=True)
+            return 2
+    more = list(getattr(args, "more", None) or [])
+    if "-" in more:
+        _say(f"{PROG}: error: '-' (stdin) can only be the first RUN; give the other runs as files or folders",
+             err=True)
+        return 2
     metrics = [m.strip() for m in (args.metrics or "").split(",") if m.strip()] or None
     try:
         out = plot_run(**_input(args.run), metrics=metrics, png=bool(args.png), png_path=args.png,
-                       width=args.width)
+                       width=args.width, also=more or None)
     except InputError as e:
         _say(f"{PROG}: error: {e}", err=True)
         return 2
@@ -108,8 +124,11 @@ def add_run_parsers(sub) -> None:
     _extend_triage(sub)
     pl = sub.add_parser("plot", help="sparklines of a run's metrics; --png FILE writes a PNG (matplotlib)",
                         description="Unicode sparklines of a run's canonical metrics (min/max/last, non-finite "
-                                    "steps marked); --png FILE writes small multiples with each finding's start.")
+                                    "steps marked); --png FILE writes small multiples with each finding's onset, "
+                                    "log y where a series spans more than two decades. Several RUNs, a folder of "
+                                    "runs or a paste of [A]/[B] runs are overlaid, one colour per run.")
     pl.add_argument("run", metavar="RUN", help="a log, metric store or run folder, or '-' for stdin")
+    pl.add_argument("more", nargs="*", metavar="RUN2", help="more runs to overlay (files or folders)")
     pl.add_argument("--metrics", metavar="A,B", help="metric names (canonical or raw keys), comma-separated")
     pl.add_argument("--png", metavar="FILE", help="write the PNG here (needs pip install 'grpo-debug[plot]')")
     pl.add_argument("--width", type=int, default=48, help="sparkline width in characters (default 48)")

@@ -1,9 +1,10 @@
-"""MCP tools over whole runs (tools/rundir/): ``plot`` (a short text plus one PNG as image content) and
-``compare_runs``. Registered by ``server/app.py``'s ``build_server`` through :func:`register_run_tools`, which
-passes in the app's guard, heavy-call pool runner and path confinement (this module does not import app.py).
+"""MCP tools over whole runs (tools/rundir/): ``plot`` (sparklines plus a ``resource_link`` to the PNG kept in
+memory, server/plot_store.py; the image content too with ``inline``) and ``compare_runs``. Registered by
+``server/app.py``'s ``build_server`` through :func:`register_run_tools`, which passes in the app's guard,
+heavy-call pool runner and path confinement (this module does not import app.py).
 
 ``plot`` has no output schema on purpose: a client drops a tool's content blocks when structured content is
-present, and the PNG must arrive as ``ImageContent``.
+present, and the link (or the PNG as ``ImageContent``) must arrive.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import re
 from typing import Annotated
 
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, ResourceLink, TextContent
 from pydantic import Field
 
 from grpo_debug.server.schemas import OptStr
@@ -25,34 +26,53 @@ def register_run_tools(server, inputs, guard, heavy, annotations) -> None:
 
 
 def _register_plot(server, inputs, guard, heavy, annotations) -> None:
+    from grpo_debug.server.plot_store import PlotStore, register_plot_resource
+
+    store = server.plot_store = PlotStore()  # the PNGs, in this process's memory (server/plot_store.py)
+    register_plot_resource(server, store)
+
     @server.tool(name="plot", title="Plot a run's metrics", annotations=annotations, structured_output=False,
-                 description="A run's metrics as one PNG (non-finite steps, finding starts marked) plus "
-                             "sparklines. Give `path` or `text`.")
+                 description="A run's metrics as sparklines plus a PNG link (log y, onsets marked, runs "
+                             "overlaid). Give `path` or `text`.")
     async def plot_tool(
         text: Annotated[OptStr, Field(description="A pasted log.")] = "",
         path: Annotated[OptStr, Field(description="A log, metric store or run folder.")] = "",
-        metrics: Annotated[list[str], Field(description="Default: the canonical ones.",
+        metrics: Annotated[list[str], Field(description="Default: canonical ones.",
                                             max_length=12)] = [],  # noqa: B006 - the SDK copies defaults
-    ) -> list[TextContent | ImageContent]:
-        return await heavy(inputs.pool, "plot", _plot, inputs, guard, text, path, metrics)  # by reference: a worker process
+        also: Annotated[list[str], Field(description="Paths of runs to overlay.", max_length=7)] = [],  # noqa: B006
+        inline: Annotated[bool, Field(description="PNG inline too.")] = False,
+    ) -> list[TextContent | ImageContent | ResourceLink]:
+        out = await heavy(inputs.pool, "plot", _plot, inputs, guard, text, path, metrics, also)  # by reference: a worker
+        return _plot_answer(store, out, inline)
 
 
-def _plot(inputs, guard, text, path, metrics) -> list[TextContent | ImageContent]:
+def _plot_answer(store, out, inline: bool) -> list[TextContent | ImageContent | ResourceLink]:
+    """The sparklines, then the link to the stored PNG, then (``inline``) the PNG itself."""
+    from grpo_debug.server.plot_store import link
+
+    blocks: list[TextContent | ImageContent | ResourceLink] = [TextContent(type="text", text=out.text)]
+    if out.png:
+        what = f"{len(out.series)} panels" + (f", {len(out.runs)} runs" if len(out.runs) > 1 else "")
+        blocks.append(link(store, store.put(out.png), len(out.png), what))
+        if inline:
+            blocks.append(ImageContent(type="image", data=base64.b64encode(out.png).decode("ascii"),
+                                       mime_type="image/png"))
+    return blocks
+
+
+def _plot(inputs, guard, text, path, metrics, also=()):
+    """The worker's part: confine the paths, plot (tools/rundir/plot.py); returns the PlotOut (PNG bytes, no file)."""
     from grpo_debug.tools.errors import InputError
     from grpo_debug.tools.rundir.plot import plot_run
 
     with guard("plot"):
         text, path = inputs.text_or_path(text, path, required=True, kind="any")
         names = [str(m)[:200] for m in (metrics or [])][:12] or None
+        more = [inputs.confined(str(p), "also", "any") for p in (also or [])][:7] or None
         try:
-            out = plot_run(text=text, path=path, metrics=names, png=True)
+            return plot_run(text=text, path=path, metrics=names, png=True, also=more)
         except InputError as e:
             raise ToolError(f"plot: {e}") from None
-        blocks: list[TextContent | ImageContent] = [TextContent(type="text", text=out.text)]
-        if out.png:
-            blocks.append(ImageContent(type="image", data=base64.b64encode(out.png).decode("ascii"),
-                                       mime_type="image/png"))
-        return blocks
 
 
 def _register_compare(server, inputs, guard, heavy, annotations) -> None:
