@@ -321,4 +321,27 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             examples=("ray.exceptions.RaySystemError: System error: Attempting to deserialize object on a CUDA device "
                       "but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use "
                       "torch.load with map_location=torch.device('cpu') to map your storages to the CPU.",)),
+        ErrorClass(
+            "none_operand_arithmetic", "config_error", "Arithmetic on a value that is None (a setting left null)",
+            types=r"^TypeError$", text=r"unsupported operand type\(s\) for [-+*/%]+: '\w+' and 'NoneType'|"
+                                      r"unsupported operand type\(s\) for [-+*/%]+: 'NoneType' and '\w+'",
+            confidence="low",
+            cause="A number the code combines with another is None: most often a config key set to null (Hydra "
+                  "'key=null', YAML '~') where the code reads it with .get(key, default), which returns None, not "
+                  "the default, when the key is present.",
+            check="the config keys the failing line reads (seed, sizes, offsets) and whether one is null.",
+            source="CPython TypeError: \"unsupported operand type(s) for +: 'int' and 'NoneType'\" (binary operator "
+                   "on None); as in verl-project/verl PR 6503 (rollout.seed=null)",
+            examples=("TypeError: unsupported operand type(s) for +: 'int' and 'NoneType'",)),
+        ErrorClass(
+            "none_tensor_buffer", "process_crash", "A tensor or buffer the code expects was never allocated (None)",
+            types=r"^AttributeError$",
+            text=r"'NoneType' object has no attribute '(?:storage|untyped_storage|data_ptr|numel|nbytes)'",
+            confidence="low",
+            cause="Code calls a tensor method on a buffer that this configuration does not allocate (e.g. "
+                  "Megatron's ParamAndGradBuffer.param_data is None without the distributed optimizer).",
+            check="the frame that reads the buffer and the option that decides whether it is allocated.",
+            source="CPython AttributeError on None; as in verl-project/verl PR 5782 (buffer.param_data.storage() with "
+                   "use_distributed_optimizer=False)",
+            examples=("AttributeError: 'NoneType' object has no attribute 'storage'",)),
     )
