@@ -48,7 +48,7 @@ class Noise:
     def next(self) -> float:
         z = self.rng.gauss(0, 1) / math.sqrt(max(1e-9, sum(self.rng.gauss(0, 1) ** 2 for _ in range(4)) / 4))
         self.x = self.phi * self.x + math.sqrt(1 - self.phi ** 2) * z * self.scale
-        return self.x
+        return max(-0.9, self.x)  # a factor 1 + x stays positive (a norm, a length or a memory is never negative)
 
 
 def _ramp(step: int, start: int, width: int) -> float:
