@@ -344,4 +344,14 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="CPython AttributeError on None; as in verl-project/verl PR 5782 (buffer.param_data.storage() with "
                    "use_distributed_optimizer=False)",
             examples=("AttributeError: 'NoneType' object has no attribute 'storage'",)),
+        ErrorClass(
+            "tensor_view_not_contiguous", "process_crash", "Tensor.view() on a non-contiguous (strided) tensor",
+            types=r"^RuntimeError$", text=r"view size is not compatible with input tensor's size and stride",
+            confidence="low",
+            cause="Tensor.view() needs a layout-compatible tensor; a transposed, sliced or otherwise strided tensor "
+                  "(e.g. a weight an exporter returns as a view) has to be made contiguous (or reshaped) first.",
+            check="the frame that calls .view() and where the tensor comes from (an exporter, a transpose, a slice).",
+            source="pytorch aten view: 'view size is not compatible with input tensor's size and stride (at least one "
+                   "dimension spans across two contiguous subspaces). Use .reshape(...) instead.'",
+            examples=("RuntimeError: view size is not compatible with input tensor's size and stride",)),
     )
