@@ -275,6 +275,19 @@ def test_a_labelled_paste_of_two_runs_is_overlaid():
     assert all(math.isfinite(p.value) for t in gn for p in t.series.points)
 
 
+def test_a_sweep_folder_is_overlaid_one_run_per_sub_folder(tmp_path):
+    from grpo_debug.tools.rundir.plot import plot_run
+
+    for i, climb in ((1, None), (2, 30)):
+        (tmp_path / f"seed{i}").mkdir()
+        (tmp_path / f"seed{i}" / "train.log").write_text(_log(climb_at=climb, seed=i).replace("lr=1e-6", f"lr={i}e-6"))
+    out = plot_run(path=str(tmp_path), png=False)
+    assert out.runs == ["seed1", "seed2"] and out.series[0] == "grad_norm"
+    rows = out.text.splitlines()
+    assert "one per log or run folder" in rows[0] and rows[1].startswith("[seed2] findings start at grad_norm_spike")
+    assert sum(r.startswith("grad_norm[seed") for r in rows) == 2
+
+
 # ---- the CLI without matplotlib
 
 def test_cli_png_without_matplotlib_exits_2_with_the_install_line(tmp_path):
