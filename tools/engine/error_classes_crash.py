@@ -354,4 +354,15 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="pytorch aten view: 'view size is not compatible with input tensor's size and stride (at least one "
                    "dimension spans across two contiguous subspaces). Use .reshape(...) instead.'",
             examples=("RuntimeError: view size is not compatible with input tensor's size and stride",)),
+        ErrorClass(
+            "megatron_routing_padding_mask_kwarg", "config_error",
+            "A patched TopKRouter.routing() does not accept the padding_mask Megatron-Core 0.16 passes",
+            types=r"^TypeError$", text=r"routing\(\) got an unexpected keyword argument 'padding_mask'",
+            confidence="high",
+            cause="Megatron-Core core_v0.16.0 calls TopKRouter.routing(logits, padding_mask=...); a trainer that "
+                  "monkey-patches routing with the older signature (logits only) fails on the first MoE forward.",
+            check="pip show megatron-core and the trainer release that patches the router (verl 0.7.0 router replay).",
+            source="NVIDIA/Megatron-LM megatron/core/transformer/moe/router.py at core_v0.16.0: def routing(self, "
+                   "logits, padding_mask=None) and self.routing(logits, padding_mask=padding_mask)",
+            examples=("TypeError: patched_routing() got an unexpected keyword argument 'padding_mask'",)),
     )
