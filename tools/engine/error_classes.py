@@ -117,7 +117,10 @@ def _classes() -> tuple[ErrorClass, ...]:
             # as c10::Error (RuntimeError) and, in newer releases, c10::AcceleratorError (torch.AcceleratorError)
             types=r"^(?:OutOfMemoryError|CudaOutOfMemory|RuntimeError|AcceleratorError)$",
             text=r"CUDA out of memory|(?i:CUDA error: out of memory)|HIP out of memory|OutOfMemoryError|"
-                 r"CUresult error: 2 \(out of memory\)|cudaErrorMemoryAllocation|Triton Error \[CUDA\]: out of memory",
+                 r"CUresult error: 2 \(out of memory\)|cudaErrorMemoryAllocation|Triton Error \[CUDA\]: out of memory|"
+                 # torch_memory_saver's CURESULT_CHECK (csrc/torch_memory_saver.cpp, before utils.h): "[torch_memory_saver.cpp]
+                 # CUresult error  result=2 file=... func=cu_mem_create line=..."; CUresult 2 = CUDA_ERROR_OUT_OF_MEMORY
+                 r"\[torch_memory_saver\.cpp\] CUresult error\s+result=2\b",
             line_level=True,
             cause="A GPU allocation failed: the model, activations, optimizer state or the rollout engine's KV cache "
                   "do not fit beside each other.",
@@ -131,6 +134,8 @@ def _classes() -> tuple[ErrorClass, ...]:
                    "RuntimeError; throw c10::AcceleratorError in newer releases, torch.AcceleratorError); triton-lang/triton "
                    "third_party/nvidia/backend/driver.c 'Triton Error [CUDA]: %s' with cuGetErrorString's 'out of memory'",
             examples=("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+                      "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp "
+                      "func=cu_mem_create line=104",
                       "RuntimeError: Triton Error [CUDA]: out of memory",
                       "RuntimeError: CUDA error: out of memory",
                       "torch.AcceleratorError: CUDA error: out of memory",

@@ -363,7 +363,7 @@ _LINE_CLASSES = [c for c in CLASSES if c.line_level and c.text]
 # words one of which every line-level class's text contains: lines without any skip the class regexes
 # (tests/test_errors_classify.py checks every class example against it)
 LINE_HINT = (  # lower-case substrings; `in` checks are linear and cheap, unlike a case-insensitive alternation
-    "generations per prompt", "max_num_batched_tokens", "max_model_len", "desired gpus", "alloc_req_slots",
+    "generations per prompt", "curesult error", "max_num_batched_tokens", "max_model_len", "desired gpus", "alloc_req_slots",
     "out of memory", "outofmemory", "memoryallocation", "kv cache", "cache blocks", "mem-fraction-static",
     "errno 12", "bad_alloc", "cannot allocate memory", "killed", "oom", "sigkill", "exitcode", "exit code",
     "exit status", "exited with", "memory pressure", "time limit", "watchdog", "before timing out",
