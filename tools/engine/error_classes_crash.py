@@ -365,4 +365,17 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="NVIDIA/Megatron-LM megatron/core/transformer/moe/router.py at core_v0.16.0: def routing(self, "
                    "logits, padding_mask=None) and self.routing(logits, padding_mask=padding_mask)",
             examples=("TypeError: patched_routing() got an unexpected keyword argument 'padding_mask'",)),
+        ErrorClass(
+            "vllm_generate_prompt_token_ids_removed", "config_error",
+            "LLM.generate() no longer takes prompt_token_ids= (vLLM 0.10.2+)",
+            types=r"^TypeError$",
+            text=r"LLM\.(?:generate|beam_search|encode|embed)\(\) got an unexpected keyword argument 'prompt_token_ids'",
+            confidence="high",
+            cause="vLLM removed the legacy prompt_token_ids= keyword of LLM.generate (vLLM PR 18800): token ids go "
+                  "in prompts as TokensPrompt(prompt_token_ids=ids) / {'prompt_token_ids': ids}; code written for "
+                  "older vLLM fails on the first generate call.",
+            check="the caller's vLLM version and the generate call (rollout worker, LLM-as-judge reward worker).",
+            source="vllm-project/vllm vllm/entrypoints/llm.py LLM.generate(self, prompts, sampling_params=None, ...) "
+                   "in the 0.11.0 and 0.33.0 wheels (no prompt_token_ids parameter)",
+            examples=("TypeError: LLM.generate() got an unexpected keyword argument 'prompt_token_ids'",)),
     )
