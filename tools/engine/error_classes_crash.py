@@ -14,7 +14,8 @@ from grpo_debug.tools.engine.error_class_base import ErrorClass
 CRASH_LINE_HINTS = ("port must be 0-65535", "enginecore encountered", "enginedeaderror", "inner error",
                     "pta call acl", "npu function error", "npu error, error code", "npu out of memory",
                     "triton error", "hccl", "fatal python error", "segmentation fault", "sigsegv", "sigabrt",
-                    "sigbus", "core dumped", "signal 11", "signal 6", "signal 7", "exitcode", "exit code")
+                    "sigbus", "core dumped", "signal 11", "signal 6", "signal 7", "exitcode", "exit code",
+                    "entity too large", "exceeds the maximum size of")
 
 # Ascend CANN error-message codes: E + one letter or digit + four digits (EZ9999, EE9999, EH9999, EI9999, E39999)
 _CANN_CODE = r"\bE[0-9A-Z]\d{4}: Inner Error|\bE[0-9A-Z]\d{4}\[PID: \d+\]"
@@ -378,4 +379,22 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="vllm-project/vllm vllm/entrypoints/llm.py LLM.generate(self, prompts, sampling_params=None, ...) "
                    "in the 0.11.0 and 0.33.0 wheels (no prompt_token_ids parameter)",
             examples=("TypeError: LLM.generate() got an unexpected keyword argument 'prompt_token_ids'",)),
+        ErrorClass(
+            "ray_working_dir_too_large", "config_error",
+            "The Ray job's runtime_env working_dir package is over the upload limit",
+            text=r"Package size \([^)]*\) exceeds the maximum size of|HTTPRequestEntityTooLarge|"
+                 r"Request Entity Too Large",
+            line_level=True, confidence="high",
+            cause="ray job submit / ray.init(runtime_env={'working_dir': ...}) zips the working directory and stores it "
+                  "in the GCS; model weights, checkpoints, datasets or a .git directory inside it push the package past "
+                  "the limit, and the dashboard refuses the upload (413 Request Entity Too Large) or packaging raises.",
+            check="the size of the working_dir (du -sh), large files in it (*.safetensors, checkpoints, outputs, .git), "
+                  "and the runtime_env 'excludes' list.",
+            source="ray-project/ray python/ray/_private/runtime_env/packaging.py _store_package_in_gcs: 'Package size "
+                   "({size_str}) exceeds the maximum size of ... You can exclude large files using the excludes option "
+                   "to the runtime_env ...'; aiohttp HTTPRequestEntityTooLarge from the dashboard's upload_package",
+            examples=("aiohttp.web_exceptions.HTTPRequestEntityTooLarge: Request Entity Too Large",
+                      "Failed to upload working_dir /home/pc/sd/ComfyUI/custom_nodes to the Ray cluster: Package size "
+                      "(1765.45MiB) exceeds the maximum size of 512.00MiB. You can exclude large files using the "
+                      "'excludes' option to the runtime_env")),
     )
