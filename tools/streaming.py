@@ -96,6 +96,7 @@ def _n(x: int) -> str:
 def drop_notes(sparse, labels: dict[str, str]) -> list[str]:
     """One note per pattern whose lines were not all kept: what it matched, what was kept, which lines were not,
     and from which line routine chatter was no longer scanned for."""
+    from grpo_debug.tools.engine.chatter_carry import FROM_EARLIER
     from grpo_debug.tools.engine.large_logs import TRACE
 
     def what(pid: int) -> str:
@@ -110,7 +111,9 @@ def drop_notes(sparse, labels: dict[str, str]) -> list[str]:
     for pid in sorted(set(sparse.dropped) | set(sparse.demoted), key=lambda p: -sparse.matched.get(p, 0)):
         d, n, q = sparse.dropped.get(pid), _n(sparse.matched.get(pid, 0)), _n(sparse.quota.get(pid, 0))
         gone = f"; {_n(d.count)} lines between {_n(d.first)} and {_n(d.last)} not kept" if d else ""
-        if pid in sparse.demoted:
+        if sparse.demoted.get(pid) == FROM_EARLIER:
+            notes.append(f"{what(pid)}: routine chatter in an earlier log of the folder, not scanned for in this one")
+        elif pid in sparse.demoted:
             notes.append(f"{what(pid)}: routine chatter: {n} lines matched up to line {_n(sparse.demoted[pid])}, then it "
                          f"was no longer scanned for; its first {q} and last {q} lines up to there kept{gone}")
         else:

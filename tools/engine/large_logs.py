@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from grpo_debug.tools.engine.chatter_carry import apply_learned, record as record_chatter
 from grpo_debug.tools.engine.events import EVENT_PATTERNS
 from grpo_debug.tools.engine.line_quota import _KEEP, HEAD, TRACE, Dropped, Keeper, keep_lines, split_noisy  # noqa: F401
 from grpo_debug.tools.engine.prefilter import _Engine, cached_engine
@@ -244,6 +245,8 @@ class _Scanner:
             self.sink = _Sink()
             self.sink.offsets, self.sink.verl = {}, []
             self.verl = VerlTemplates()
+        if apply_learned(self):  # chatter an earlier log of the folder showed (engine/chatter_carry.py)
+            self.eng = cached_engine([self.patterns[i] for i in self.active])
 
     def _hits(self, chunk: bytes, line_no: int) -> dict[int, set[int]]:
         """The candidate lines of ``chunk`` and their pattern ids. A chunk with more than HIT_LIMIT hits is looked
@@ -280,6 +283,7 @@ class _Scanner:
             self.demoted[p] = line
             keep = split_noisy(pat, ci, samples.get(p, [])) or []
             self.chatter[p] = [b for b in top_level_branches(pat, re.I if ci else 0) if b not in keep] if keep else [pat]
+            record_chatter((pat, ci), keep, self.chatter[p])  # (the next log of a folder starts with it: chatter_carry)
             for b in keep:
                 q = len(self.patterns)
                 self.patterns.append((b, ci))

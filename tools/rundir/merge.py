@@ -16,6 +16,7 @@ from ``d``, the step is samples/d and the line says both.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import math
 import os
@@ -161,6 +162,7 @@ def merge_texts(m: Merged, inv, rb, lim, progress=None, share: int | None = None
     """Read every text input of the inventory into ``m`` (a bound on total bytes is a skipped note). ``share``:
     the number of logs that share one budget of kept lines when it is not just this inventory's (a folder of
     runs read one run at a time, tools/rundir/runs.py: each run's log gets 1/N of it)."""
+    from grpo_debug.tools.engine.chatter_carry import carry_chatter
     from grpo_debug.tools.engine.large_logs import HEAD_LINES, TAIL_LINES, keep_lines
 
     total = sum(t.size for t in inv.texts)
@@ -172,8 +174,8 @@ def merge_texts(m: Merged, inv, rb, lim, progress=None, share: int | None = None
     shared = n > 1 and (bool(share) or sum(t.size for t in logs) > SHARED_TOTAL_BYTES)
     head = max(SHARED_MIN_HEAD, HEAD_LINES // n) if shared else HEAD_LINES
     tail = max(SHARED_MIN_TAIL, TAIL_LINES // n) if shared else TAIL_LINES
-    with keep_lines(head, tail, n if shared else 1):
-        _merge_each(m, inv, rb, lim, progress, total, shared)
+    with keep_lines(head, tail, n if shared else 1), carry_chatter() if shared else contextlib.nullcontext():
+        _merge_each(m, inv, rb, lim, progress, total, shared)  # (a log's chatter not scanned for again in the next)
 
 
 def _merge_each(m: Merged, inv, rb, lim, progress, total: int, shared: bool) -> None:

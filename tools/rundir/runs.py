@@ -18,6 +18,7 @@ large logs holds one run's context at a time.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import os
@@ -146,7 +147,7 @@ def triage_folder_runs(path, folder_result, *, force: bool = False, rules=None, 
     ``folder_result(path, inventory=..., ...) -> (TriageResult, Merged)`` (tools/rundir/analyze.folder_result)."""
     from grpo_debug.skills.loader import default_rules
     from grpo_debug.tools import safefs
-    from grpo_debug.tools.rundir.discover import Inventory, Limits, find_inputs
+    from grpo_debug.tools.rundir.discover import Limits, find_inputs
     from grpo_debug.tools.rundir.runs_split import group_folder
 
     root = os.path.abspath(os.path.expanduser(os.fspath(path)))
@@ -156,11 +157,10 @@ def triage_folder_runs(path, folder_result, *, force: bool = False, rules=None, 
         groups = group_folder(inv, force=force)
     if not groups:
         return None
-    rb = rules or default_rules()
-    views = []
-    order = {"config": 0, "script": 1, "log": 2}
+    from grpo_debug.tools.engine.chatter_carry import carry_chatter
     from grpo_debug.tools.rundir.merge import SHARED_MIN_BYTES, SHARED_TOTAL_BYTES
 
+    rb = rules or default_rules()
     share = None
     if sum(t.size for t in inv.texts if t.role == "log") > SHARED_TOTAL_BYTES:
         # a big sweep: each run's log through the large-log prefilter with its share of one budget of kept lines,
@@ -168,10 +168,24 @@ def triage_folder_runs(path, folder_result, *, force: bool = False, rules=None, 
         # of a log's 6,900 lines kept as text and parsed; the same bytes as one file: 4.5 s)
         lim = dataclasses.replace(lim, stream_bytes=min(lim.stream_bytes, SHARED_MIN_BYTES))
         share = sum(t.role == "log" for t in inv.texts)
+    with carry_chatter() if share else contextlib.nullcontext():  # one log's chatter not scanned for in the next
+        views = _triage_groups(groups, root, folder_result, rb, lim, share, dict(
+            max_findings=max_findings, progress=progress, versions=versions))
+    out = combine(views, label=str(path), how=f"a folder of {len(groups)} independent runs, one per "
+                                                 f"{'log' if all(os.sep not in g.name for g in groups) else 'entry'}",
+                  max_findings=max_findings, skipped=list(inv.skipped))
+    return out
+
+
+def _triage_groups(groups, root, folder_result, rb, lim, share, kw) -> list[View]:
+    """Each run of the folder merged, triaged and reduced to its View, one after the other."""
+    from grpo_debug.tools.rundir.discover import Inventory
+
+    order = {"config": 0, "script": 1, "log": 2}
+    views = []
     for g in groups:
         inv_g = Inventory(root=root, texts=sorted(g.texts, key=lambda t: (order[t.role], t.rel)), stores=list(g.stores))
-        res, m = folder_result(root, rules=rb, max_findings=max_findings, progress=progress, limits=lim,
-                               inventory=inv_g, label=g.name, versions=versions, share=share)
+        res, m = folder_result(root, rules=rb, limits=lim, inventory=inv_g, label=g.name, share=share, **kw)
         for f in res.findings:
             f.run = g.name
 
@@ -181,10 +195,7 @@ def triage_folder_runs(path, folder_result, *, force: bool = False, rules=None, 
 
         views.append(view(g.name, g.name, res, m.ctx.run, place))
         del m  # one run's context at a time (the view keeps no line of it)
-    out = combine(views, label=str(path), how=f"a folder of {len(groups)} independent runs, one per "
-                                                 f"{'log' if all(os.sep not in g.name for g in groups) else 'entry'}",
-                  max_findings=max_findings, skipped=list(inv.skipped))
-    return out
+    return views
 
 
 # ---------------------------------------------------------------------------- the answer
