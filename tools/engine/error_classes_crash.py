@@ -397,4 +397,14 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                       "Failed to upload working_dir /home/pc/sd/ComfyUI/custom_nodes to the Ray cluster: Package size "
                       "(1765.45MiB) exceeds the maximum size of 512.00MiB. You can exclude large files using the "
                       "'excludes' option to the runtime_env")),
+        ErrorClass(
+            "callable_without_name", "config_error", "Code reads __name__ of a callable that has none (partial, instance)",
+            types=r"^AttributeError$", text=r"object has no attribute '__name__'", confidence="medium",
+            cause="functools.partial objects and callable class instances have no __name__; a trainer that names "
+                  "each reward function by func.__name__ fails when one is passed that way.",
+            check="the reward functions passed to the trainer (partial(...), an object with __call__) and the "
+                  "trainer release.",
+            source="CPython: functools.partial has no __name__ (\"'functools.partial' object has no attribute "
+                   "'__name__'\"); huggingface/trl grpo_trainer.py reward_funcs[i].__name__ before PR 6313",
+            examples=("AttributeError: 'functools.partial' object has no attribute '__name__'. Did you mean: '__ne__'?",)),
     )
