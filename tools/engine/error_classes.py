@@ -525,6 +525,24 @@ def _classes() -> tuple[ErrorClass, ...]:
                       '  File "/v/site-packages/verl/utils/config.py", line 90, in validate_config\n'
                       "    assert n_gpus % tp == 0\n"
                       "AssertionError"),)),
+        ErrorClass(
+            "flag_instruction", "config_error", "The framework refused to start and named the flag to change",
+            types=r"^(?:ValueError|AssertionError|RuntimeError|SystemExit)$",
+            text=r"\b(?:[Ss]et|[Ii]ncrease|[Dd]ecrease|[Rr]educe|[Ll]ower|[Rr]aise|[Pp]ass|[Ss]pecify|[Aa]dd|[Rr]emove|"
+                 r"[Dd]isable|[Ee]nable|[Uu]se) (?:the |a |an )?[`'\"]?--[A-Za-z][\w.-]*[`'\"]?(?: argument| flag| option)?"
+                 r"(?: to| or| =|,|\.| when| if| with|$)",
+            cause="A check before training refused the setup and its message says which command-line flag to change "
+                  "(the device or process count, a length, a parallel size).",
+            check="the flag the message names and the value the message asks for; the launch command's value of it.",
+            source="huggingface/trl trl/trainer/grpo_trainer.py v0.14.0-v0.15.x: 'The requested device for vllm (...) is "
+                   "not available. You are likely using vLLM without restricting the number of GPUs for training. Set "
+                   "the `--num_processes` argument to a value lower than the number of GPUs available on your "
+                   "machine'; the same imperative form in other launchers' start-up checks",
+            examples=("ValueError: The requested device for vllm (cuda:8) is not available. You are likely using vLLM "
+                      "without restricting the number of GPUs for training. Set the `--num_processes` argument to a "
+                      "value lower than the number of GPUs available on your machine",
+                      "AssertionError: rollout batch does not fit: increase --rollout-batch-size or lower "
+                      "--n-samples-per-prompt.")),
     )
 
 
