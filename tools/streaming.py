@@ -64,12 +64,13 @@ class KeptLines(list):
         return LazyLines(self, self.index, self.source)
 
 
-def _events(lines: list) -> list:
-    """Pattern events plus every traceback and error line classified, in line order (as tools/triage.py does)."""
+def _events(lines: list, min_bytes: int | None = None) -> list:
+    """Pattern events plus every traceback and error line classified, in line order (as tools/triage.py does);
+    ``min_bytes``: events.extract_events'."""
     from grpo_debug.tools.engine.errors_classify import error_events
     from grpo_debug.tools.engine.events import extract_events
 
-    evs = extract_events(lines) + error_events(lines)
+    evs = extract_events(lines, min_bytes) + error_events(lines)
     evs.sort(key=lambda e: (e.line, e.kind != "traceback"))
     return evs
 
@@ -157,9 +158,10 @@ def _scan(path, rb, progress, label):
         raise InputError(f"{label or path}: cannot read: {e}") from e
 
 
-def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Streamed:
+def read_streamed(path, rb, *, progress=None, label: str | None = None, prefilter_kept: bool = False) -> Streamed:
     """Read a large or compressed log (a path, or a binary stream) in bounded memory with the prefilter of ``rb``'s
-    regex signals.
+    regex signals. ``prefilter_kept``: the kept lines' events found through the multi-pattern prefilter however
+    few they are (one of a folder's many logs, tools/rundir/merge.py: its database compiled once for them all).
 
     ``progress(bytes_done, bytes_total)`` is called as chunks are processed (bytes of the file on disk); a
     callback that takes a third argument also gets the phase, ``"reading"`` then ``"analysing"``. Raises
@@ -174,7 +176,7 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None) -> Strea
     metrics.lines.update(sparse.metric_kept)
     lines = KeptLines(normalize_line(raw.replace("\x00", ""), no) for no, raw in sparse.lines)
     lines.index, lines.source = index, sparse.source
-    ctx = Context(lines=lines, events=_events(lines), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
+    ctx = Context(lines=lines, events=_events(lines, 0 if prefilter_kept else None), metrics=metrics, facts=extract_facts(lines, skip=metrics.lines))
     skipped = drop_notes(sparse, _labels(rb)) + _store_notes(sparse.store, metrics)
     skipped.append(f"streamed with the {sparse.engine} prefilter: the values of all {_n(sparse.store.metric_lines)} metric "
                    f"lines read; {_n(len(lines))} of {_n(sparse.total_lines)} lines kept as text (event and command "

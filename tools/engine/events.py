@@ -80,12 +80,13 @@ _COMPILED = {k: re.compile(v) for k, v in EVENT_PATTERNS.items()}
 _EVENT_PREFILTER = [(v, "(?i" in v) for v in EVENT_PATTERNS.values()]
 
 
-def _kinds_per_line(lines: list[Line]) -> dict[int, list[str]]:
+def _kinds_per_line(lines: list[Line], min_bytes: int | None = None) -> dict[int, list[str]]:
     """Line index -> event kinds whose pattern matches it. One multi-pattern pass over the joined texts
-    (hyperscan / RE2 / re, prefilter.py) finds the candidates; the exact pattern confirms each line."""
+    (hyperscan / RE2 / re, prefilter.py) finds the candidates; the exact pattern confirms each line.
+    ``min_bytes``: prefilter.lines_matching's (None: its default)."""
     kinds = list(EVENT_PATTERNS)
     texts = [ln.text for ln in lines]
-    hits = lines_matching(_EVENT_PREFILTER, texts)
+    hits = lines_matching(_EVENT_PREFILTER, texts, **({} if min_bytes is None else {"min_bytes": min_bytes}))
     out: dict[int, list[str]] = {}
     for k, kind in enumerate(kinds):
         rx = _COMPILED[kind]
@@ -232,12 +233,14 @@ def _relate_dead_actors(events: list[Event], lines: list[Line]) -> None:
             e.fields["related"] = [lines[j].no for j in own[:2]]
 
 
-def extract_events(lines: list[Line]) -> list[Event]:
-    """All events of the log, in line order (tracebacks first at equal lines)."""
+def extract_events(lines: list[Line], min_bytes: int | None = None) -> list[Event]:
+    """All events of the log, in line order (tracebacks first at equal lines). ``min_bytes``: below this many
+    bytes of text the lines are scanned pattern by pattern (prefilter.lines_matching; None: its default; the kept
+    lines of a folder's streamed logs: 0, the database being compiled once for them all)."""
     events = _tracebacks(lines)
     tb_exc_lines = {e.fields.get("exc_line") for e in events}
     pyspy: list[Line] = []
-    kinds_at = _kinds_per_line(lines)
+    kinds_at = _kinds_per_line(lines, min_bytes)
     order = list(EVENT_PATTERNS)
     for idx, ln in enumerate(lines):
         t = ln.text

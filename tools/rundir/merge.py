@@ -142,18 +142,19 @@ def _read_text(t, rb, lim, shared: bool = False) -> tuple[Context, list[Line], i
 
     p = Path(t.path)
     if t.role == "log" and (t.size > lim.stream_bytes or is_compressed(p) or (shared and t.size > SHARED_MIN_BYTES)):
-        return _read_sparse(p, rb)
+        return _read_sparse(p, rb, shared)
     s, _label, notes, hint = read_input(None, t.path)
     ctx, lines = build_context(s, hint)
     return ctx, lines, len(lines), t.role, notes
 
 
-def _read_sparse(p, rb) -> tuple[Context, list[Line], int, str, list[str]]:
+def _read_sparse(p, rb, shared: bool = False) -> tuple[Context, list[Line], int, str, list[str]]:
     """A large or compressed log read as a single-file triage streams it (tools/streaming.read_streamed): every
-    metric value into bounded series, the other lines by importance, and a note for everything not kept."""
+    metric value into bounded series, the other lines by importance, and a note for everything not kept.
+    ``shared``: one of many logs (its few kept lines through the prefilter too)."""
     from grpo_debug.tools.streaming import read_streamed
 
-    st = read_streamed(p, rb, label=str(p))
+    st = read_streamed(p, rb, label=str(p), prefilter_kept=shared)
     how = f"log, streamed ({len(st.lines)} of {st.total_lines} lines kept as text)"
     return st.ctx, st.lines, st.total_lines, how, st.skipped
 
