@@ -407,4 +407,18 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="CPython: functools.partial has no __name__ (\"'functools.partial' object has no attribute "
                    "'__name__'\"); huggingface/trl grpo_trainer.py reward_funcs[i].__name__ before PR 6313",
             examples=("AttributeError: 'functools.partial' object has no attribute '__name__'. Did you mean: '__ne__'?",)),
+        ErrorClass(
+            "fsdp_wrap_layer_class_missing", "config_error",
+            "verl's FSDP wrap policy cannot resolve a transformer layer class the model names",
+            text=r"Could not find (?:the|any of the) transformer layer class(?:es)? to wrap in the model",
+            confidence="high",
+            cause="The FSDP auto-wrap policy wraps the classes named in the model's _no_split_modules (or "
+                  "wrap_policy.transformer_layer_cls_to_wrap); a name that is not a module class of the loaded model "
+                  "(a new architecture, a forward-compat name in transformers) makes the lookup fail.",
+            check="the model's _no_split_modules, the transformers version, and "
+                  "fsdp_config.wrap_policy.transformer_layer_cls_to_wrap.",
+            source="verl-project/verl verl/utils/fsdp_utils.py get_fsdp_wrap_policy: 'Could not find the transformer "
+                   "layer class to wrap in the model.' (before 0.8.0), 'Could not find any of the transformer layer "
+                   "classes to wrap in the model: [...]' (0.8.0+)",
+            examples=("Exception: Could not find the transformer layer class to wrap in the model.",)),
     )
