@@ -287,7 +287,28 @@ def locate(points, det: int, spike_ok: bool = False) -> Onset:
     fit = change_start([points[i].step for i in fin], vals, pos)
     if fit is None:
         return Onset(det, det, "point")
-    return Onset(fin[_trim(vals, fit.index, pos)], det, "climb" if fit.model == "hinge" else "shift")
+    k = _walk_back(vals, fit.index, pos)
+    k = _trim(vals, k, pos) if k == fit.index else k
+    return Onset(fin[k], det, "climb" if fit.model == "hinge" else "shift")
+
+
+def _walk_back(vals: list[float], k: int, det: int, z: float = 3.0, window: int = 200, min_base: int = 10) -> int:
+    """``k`` moved back over the contiguous points just before it that already lie more than ``z`` robust sigma
+    from the baseline, on the side the change goes: a hinge fitted to a change that starts with a small jump and
+    then accelerates (a logistic ramp: a clip ratio 0.02 -> 0.036 -> ... -> 0.9) puts its knee where the curve
+    steepens, after the first points that already left the noise band (the first departure is the onset an expert
+    reads off the series). The baseline is the ``window`` points before ``k``; a single noise point past ``z``
+    sigma moves nothing unless it touches the run that reaches ``k``."""
+    lo = max(0, k - window)
+    pre = vals[lo:k]
+    if len(pre) < min_base:
+        return k
+    med = median(pre)
+    sd = sigma(pre, med)
+    up = vals[det] >= med
+    while k - 1 > lo + min_base and (vals[k - 1] - med if up else med - vals[k - 1]) > z * sd:
+        k -= 1
+    return k
 
 
 def _trim(vals: list[float], k: int, det: int, trim: float = 1.25, most: int = 1) -> int:
