@@ -421,4 +421,15 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                    "layer class to wrap in the model.' (before 0.8.0), 'Could not find any of the transformer layer "
                    "classes to wrap in the model: [...]' (0.8.0+)",
             examples=("Exception: Could not find the transformer layer class to wrap in the model.",)),
+        ErrorClass(
+            "fsdp2_fully_shard_function_attr", "config_error",
+            "FSDP2 code reads FSDPModule from the fully_shard function (PyTorch 2.4/2.5 layout)",
+            types=r"^AttributeError$", text=r"'function' object has no attribute 'FSDPModule'", confidence="high",
+            cause="On PyTorch 2.4/2.5 torch.distributed._composable.fsdp.fully_shard is a function, not the module "
+                  "that holds FSDPModule; code that takes the attribute from it fails when it wraps a model with FSDP2.",
+            check="the torch version (below 2.6 takes the _composable.fsdp path) and the trainer release.",
+            source="verl-project/verl verl/utils/fsdp_utils.py (v0.6.0-v0.7.0): fully_shard_module = "
+                   "torch.distributed._composable.fsdp.fully_shard for torch 2.4-2.5, then fully_shard_module.FSDPModule "
+                   "in maybe_patch_fsdp_module",
+            examples=("AttributeError: 'function' object has no attribute 'FSDPModule'",)),
     )
