@@ -5,6 +5,7 @@ onset on its own series' panel, several runs overlaid one line each; ``plot --pn
 from __future__ import annotations
 
 import base64
+import glob
 import math
 import os
 import struct
@@ -77,6 +78,28 @@ async def test_default_answer_is_text_and_a_link_the_client_reads_back_as_the_pn
     assert answer < 3000, answer  # today's inline answer carried 110-180k characters of base64
 
 
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_stateless_http_client_reads_the_link_in_a_later_request(tmp_path, serve_http):
+    """Over stateless HTTP (2026-07-28 client) every request is its own session: the link still reads back."""
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    from mcp import Client
+
+    (tmp_path / "run.log").write_text(_log(climb_at=30))
+    with serve_http("--stateless", "--allow", str(tmp_path)) as (port, _):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="2026-07-28") as c:
+                r = await c.call_tool("plot", {"path": str(tmp_path / "run.log")})
+                got = _blocks(r)
+                assert set(got) == {"text", "resource_link"}, r.content
+                res = await c.read_resource(got["resource_link"][0].uri)
+    assert base64.b64decode(res.contents[0].blob)[:8] == PNG_SIG
+    assert not list(tmp_path.rglob("*.png"))
+
+
 @pytest.mark.anyio
 async def test_inline_true_returns_the_image_too_and_it_is_the_linked_one():
     pytest.importorskip("matplotlib")
@@ -139,8 +162,13 @@ async def test_no_file_is_written_anywhere_by_the_mcp_tool(tmp_path, monkeypatch
     from grpo_debug.server.app import build_server
     from grpo_debug.tools.rundir import plot
 
-    tmp = tempfile.gettempdir()
-    before = set(os.listdir(tmp))
+    def old_pngs() -> set[str]:  # where the tool wrote before (a grpo-debug-plot-* folder in the temp folder)
+        return set(glob.glob(os.path.join(tempfile.gettempdir(), "grpo-debug-plot-*", "*")))
+
+    before = old_pngs()
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))  # this process's temp folder: must stay empty
     writes = []
     monkeypatch.setattr(plot, "save_png", lambda *a, **k: writes.append(a))  # (in-process calls only)
     run = tmp_path / "run"
@@ -151,8 +179,9 @@ async def test_no_file_is_written_anywhere_by_the_mcp_tool(tmp_path, monkeypatch
         for inline in (False, True):
             r = await c.call_tool("plot", {"path": str(run), "inline": inline})
             assert not r.is_error, r.content
-    new = {n for n in set(os.listdir(tmp)) - before if "plot" in n or n.endswith(".png") or "grpo" in n}
-    assert not new and not writes and sorted(os.listdir(run)) == listing
+    monkeypatch.undo()
+    assert not writes and sorted(os.listdir(run)) == listing and not os.listdir(private)
+    assert old_pngs() <= before
     assert not list(tmp_path.rglob("*.png"))
 
 
