@@ -432,4 +432,16 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                    "torch.distributed._composable.fsdp.fully_shard for torch 2.4-2.5, then fully_shard_module.FSDPModule "
                    "in maybe_patch_fsdp_module",
             examples=("AttributeError: 'function' object has no attribute 'FSDPModule'",)),
+        ErrorClass(
+            "tensor_device_mismatch", "process_crash", "An operation mixed tensors on two devices (cuda and cpu)",
+            types=r"^RuntimeError$",
+            text=r"Expected all tensors to be on the same device, but found at least two devices",
+            confidence="low",
+            cause="One operand was created or left on another device than the rest (a helper that picks 'cuda if "
+                  "available' for its outputs while the inputs are CPU tensors, or an offloaded parameter).",
+            check="the frame that combines the tensors and where each operand was created.",
+            source="pytorch aten device check: 'Expected all tensors to be on the same device, but found at least two "
+                   "devices, cuda:0 and cpu!'",
+            examples=("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+                      "cuda:0 and cpu!",)),
     )
