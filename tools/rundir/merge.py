@@ -92,6 +92,7 @@ class Merged:
     lines_read: int = 0
     store_kinds: list[str] = field(default_factory=list)
     rules: object = None  # the rule base, for a store's console streamed as a log
+    shared: bool = False  # its logs were streamed with a shared budget (many logs: merge_texts)
 
     def locate(self, no: int) -> tuple[str, int, bool] | None:
         """(file relative to the folder, its own line number, synthetic store line?) of merged line ``no``."""
@@ -175,6 +176,7 @@ def merge_texts(m: Merged, inv, rb, lim, progress=None, share: int | None = None
     shared = n > 1 and (bool(share) or sum(t.size for t in logs) > SHARED_TOTAL_BYTES)
     head = max(SHARED_MIN_HEAD, HEAD_LINES // n) if shared else HEAD_LINES
     tail = max(SHARED_MIN_TAIL, TAIL_LINES // n) if shared else TAIL_LINES
+    m.shared = shared
     with keep_lines(head, tail, n if shared else 1), carry_chatter() if shared else contextlib.nullcontext():
         _merge_each(m, inv, rb, lim, progress, total, shared)  # (a log's chatter not scanned for again in the next)
 
@@ -344,3 +346,9 @@ def attach_run(m: Merged, source: str = "<folder>") -> None:
     run.samples = all_samples(m.lines)  # as tools/run/build.build_run does: one list of sample kinds
     run.formats |= set(m.store_kinds)
     m.ctx._run = run
+    if m.shared and m.rules is not None:  # the rules' regexes over the kept lines in one prefilter pass, however
+        from grpo_debug.tools.engine.prefilter import lines_matching  # few they are (match.Context.regex_candidates)
+
+        pats = m.rules.regex_patterns()
+        hits = lines_matching(pats, [ln.text for ln in m.lines], min_bytes=0)
+        m.ctx._regex_hits = {pats[i]: v for i, v in hits.items()}
