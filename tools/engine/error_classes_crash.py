@@ -444,4 +444,17 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                    "devices, cuda:0 and cpu!'",
             examples=("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
                       "cuda:0 and cpu!",)),
+        ErrorClass(
+            "allgather_dtype_mismatch", "process_crash",
+            "A collective all-gather got an output buffer of another dtype than its input (mixed-dtype parameters)",
+            types=r"^(?:TypeError|RuntimeError)$", text=r"output tensor must have the same type as input tensor",
+            confidence="medium",
+            cause="An all-gather's output buffer was allocated with one dtype while the gathered tensor has another: "
+                  "under DeepSpeed ZeRO-3, parameters of mixed dtypes (bf16 base weights with fp32 LoRA adapters) "
+                  "gathered in one coalesced call.",
+            check="the dtypes of the trainable parameters (LoRA adapters upcast to fp32?), the ZeRO stage and the "
+                  "DeepSpeed version.",
+            source="pytorch c10d ProcessGroupNCCL allgather checks: 'output tensor must have the same type as input "
+                   "tensor'; deepspeedai/DeepSpeed issue 8072 (_allgather_params_coalesced)",
+            examples=("TypeError: output tensor must have the same type as input tensor",)),
     )
