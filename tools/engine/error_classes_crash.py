@@ -457,4 +457,19 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             source="pytorch c10d ProcessGroupNCCL allgather checks: 'output tensor must have the same type as input "
                    "tensor'; deepspeedai/DeepSpeed issue 8072 (_allgather_params_coalesced)",
             examples=("TypeError: output tensor must have the same type as input tensor",)),
+        ErrorClass(
+            "te_swa_mask_shape_mismatch", "process_crash",
+            "Transformer Engine could not combine a 2-D padding mask with its sliding-window mask",
+            types=r"^RuntimeError$", text=r"The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
+            context=r"get_full_mask|logical_or\(swa_mask", confidence="high",
+            cause="Transformer Engine's get_full_mask ORs the sliding-window mask ([..., seq, seq]) with the "
+                  "attention mask it is given; a [batch, seq] keep-mask is not broadcastable against it once the "
+                  "micro-batch has more than one sample, so batch and sequence dimensions collide.",
+            check="the attention mask shape the trainer passes to the Megatron model (2-D [batch, seq] vs "
+                  "[batch, 1, 1, seq]), the micro-batch size and whether the model uses sliding-window attention.",
+            source="transformer_engine/pytorch/attention/dot_product_attention/utils.py get_full_mask: "
+                   "attention_mask = torch.logical_or(swa_mask, attention_mask); as pasted in NovaSky-AI/SkyRL PR 1848",
+            examples=("  attention_mask = torch.logical_or(swa_mask, attention_mask)\n"
+                      "RuntimeError: The size of tensor a (24) must match the size of tensor b (2) at non-singleton "
+                      "dimension 2",)),
     )
