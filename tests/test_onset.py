@@ -91,6 +91,21 @@ def test_step_change_is_dated_at_its_first_step(seed):
     assert o.kind in ("shift", "climb") and abs(o.index - start) <= 3, o
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_ramp_that_starts_small_and_accelerates_is_dated_at_its_first_departure(seed):
+    """A clip ratio that leaves its baseline with a small jump, then rises along a logistic (slow, then fast): the
+    hinge alone puts the break where the curve steepens; the onset is where the points first leave the noise."""
+    n, start, width = 900, 600, 120
+    rng = random.Random(seed)
+    vals = []
+    for i in range(n):
+        ramp = 0.0 if i < start else 1.0 / (1.0 + math.exp(-(i - start - width / 2) / (width / 8)))
+        vals.append(0.02 * (1 + 0.03 * rng.gauss(0, 1)) + 0.88 * ramp)
+    det = next(i for i in range(start, n) if vals[i] > 0.3)
+    o = locate(_series(vals), det)
+    assert o.kind in ("climb", "shift") and abs(o.index - start) <= tol(start, start + width), o
+
+
 def test_entropy_collapse_to_zero_is_dated_where_the_fall_starts():
     n, start = 400, 250  # entropy 0.5 with real noise, then falls 4 % a step toward 0
     ent = [0.5 * z * (0.96 ** (i - start) if i >= start else 1.0) for i, z in enumerate(noise(3, n))]

@@ -287,28 +287,42 @@ def locate(points, det: int, spike_ok: bool = False) -> Onset:
     fit = change_start([points[i].step for i in fin], vals, pos)
     if fit is None:
         return Onset(det, det, "point")
-    k = _walk_back(vals, fit.index, pos)
+    k = _first_departure(vals, fit.index, pos)
     k = _trim(vals, k, pos) if k == fit.index else k
     return Onset(fin[k], det, "climb" if fit.model == "hinge" else "shift")
 
 
-def _walk_back(vals: list[float], k: int, det: int, z: float = 3.0, window: int = 200, min_base: int = 10) -> int:
-    """``k`` moved back over the contiguous points just before it that already lie more than ``z`` robust sigma
-    from the baseline, on the side the change goes: a hinge fitted to a change that starts with a small jump and
-    then accelerates (a logistic ramp: a clip ratio 0.02 -> 0.036 -> ... -> 0.9) puts its knee where the curve
-    steepens, after the first points that already left the noise band (the first departure is the onset an expert
-    reads off the series). The baseline is the ``window`` points before ``k``; a single noise point past ``z``
-    sigma moves nothing unless it touches the run that reaches ``k``."""
+def _first_departure(vals: list[float], k: int, det: int, z: float = 3.0, drift: float = 1.0, window: int = 200,
+                     min_base: int = 10) -> int:
+    """The fitted break ``k`` moved to the first point of the contiguous run of points beyond ``z`` robust sigma of
+    the baseline (the ``window`` points before ``k``) that reaches the detection ``det``, on the side the change
+    goes, when the data say the change starts there:
+
+    - the run starts before ``k`` (a change that opens with a jump and then accelerates: the hinge's knee falls
+      where the curve steepens, after points that already left the noise): back to the run's first point;
+    - the run starts after ``k`` with a jump (its first point past ``2 z`` sigma) and the points between stay level
+      (their median within ``drift`` sigma of the baseline: a least-squares hinge fitted to a convex ramp puts its
+      knee early): forward to the run's start;
+    - otherwise (the points between drift: a slow climb whose first steps are inside the noise) ``k`` stays."""
     lo = max(0, k - window)
     pre = vals[lo:k]
-    if len(pre) < min_base:
+    if len(pre) < min_base or not lo + min_base < k <= det:
         return k
     med = median(pre)
     sd = sigma(pre, med)
     up = vals[det] >= med
-    while k - 1 > lo + min_base and (vals[k - 1] - med if up else med - vals[k - 1]) > z * sd:
-        k -= 1
-    return k
+
+    def dev(v: float) -> float:
+        return v - med if up else med - v
+
+    if dev(vals[det]) <= z * sd:  # the detection point itself is inside the band: no run to snap to
+        return k
+    j = det
+    while j - 1 > lo + min_base and dev(vals[j - 1]) > z * sd:
+        j -= 1
+    if j > k:  # forward only to a jump (a slow climb crosses the band gradually, its first points just past it)
+        return j if dev(vals[j]) > 2 * z * sd and dev(median(vals[k:j])) <= drift * sd else k
+    return j
 
 
 def _trim(vals: list[float], k: int, det: int, trim: float = 1.25, most: int = 1) -> int:
