@@ -472,4 +472,17 @@ def crash_classes() -> tuple[ErrorClass, ...]:
             examples=("  attention_mask = torch.logical_or(swa_mask, attention_mask)\n"
                       "RuntimeError: The size of tensor a (24) must match the size of tensor b (2) at non-singleton "
                       "dimension 2",)),
+        ErrorClass(
+            "dcp_missing_key", "checkpoint_load_error",
+            "torch.distributed.checkpoint found no entry for a key the model/optimizer expects",
+            types=r"^RuntimeError$", text=r"Missing key in checkpoint state_dict: \S+", confidence="medium",
+            cause="A distributed (DCP) checkpoint is loaded into a state dict with a key the checkpoint does not "
+                  "have: the model or optimizer layout at load time differs from save time (parameters that got "
+                  "optimizer state only at load, a renamed module, another parallel layout).",
+            check="the missing key (model weight vs optimizer state), what changed between save and load, and "
+                  "whether those parameters ever received gradients.",
+            source="pytorch torch/distributed/checkpoint default planner: 'Missing key in checkpoint state_dict: "
+                   "{fqn}.' (RuntimeError); as in PrimeIntellect-ai/prime-rl PR 2800",
+            examples=("RuntimeError: Missing key in checkpoint state_dict: "
+                      "app.optimizers.state.model.layers.0.self_attn.indexer.wq_b.weight.step",)),
     )
