@@ -485,4 +485,24 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                    "{fqn}.' (RuntimeError); as in PrimeIntellect-ai/prime-rl PR 2800",
             examples=("RuntimeError: Missing key in checkpoint state_dict: "
                       "app.optimizers.state.model.layers.0.self_attn.indexer.wq_b.weight.step",)),
+        ErrorClass(
+            "vllm_free_memory_below_utilization", "cuda_oom",
+            "vLLM found less free GPU memory at start-up than gpu_memory_utilization asks for",
+            types=r"^ValueError$",
+            text=r"Free memory on device (?:\S+ )?\([\d.]+/[\d.]+ GiB\) on startup is less than desired GPU memory "
+                 r"utilization",
+            confidence="high",
+            cause="vLLM reserves gpu_memory_utilization x total memory at start-up and refuses to start when less "
+                  "than that is free: another process (the colocated trainer's weights and optimizer, a previous "
+                  "engine that was not released, another job) already holds part of the GPU.",
+            check="nvidia-smi on that GPU at start-up, what else runs there (trainer state not yet offloaded, a stale "
+                  "engine), and gpu_memory_utilization against the free fraction the message prints.",
+            source="vllm-project/vllm vllm/v1/worker/gpu_worker.py init_device (0.11.x) and vllm/v1/worker/utils.py "
+                   "(0.33.0): 'Free memory on device (...) on startup is less than desired GPU memory utilization "
+                   "(..., ... GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.'",
+            examples=("ValueError: Free memory on device (59.32/79.15 GiB) on startup is less than desired GPU memory "
+                      "utilization (0.9, 71.24 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+                      "processes.",
+                      "ValueError: Free memory on device cuda:1 (19.77/22.05 GiB) on startup is less than desired GPU "
+                      "memory utilization (0.9, 19.84 GiB).")),
     )
