@@ -15,10 +15,15 @@ folder (:func:`unsafe_implicit_root`: a systemd unit or a Docker image without W
 then says at start to pass ``--allow DIR``. ``/proc``, ``/sys`` and ``/dev`` are never readable, whatever the
 roots (``--allow /`` included): ``/proc/self/environ`` holds the server's tokens. Every path is still confined
 the same way under the union.
+
+A client's declared roots follow the working directory's policy (:func:`unsafe_client_root`): ``/``, ``$HOME`` or a
+folder above it, and system folders are not accepted (a client declaring ``/`` would otherwise read the whole
+tree); a path then refused says which declared root was not accepted, why, and that ``--allow DIR`` grants it.
 """
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 import stat
 import warnings
@@ -43,6 +48,7 @@ SYSTEM_FOLDERS = (Path("/"), Path("/var"), Path("/var/lib"), Path("/var/log"), P
                   Path("/var/spool"), Path("/var/mail"), Path("/root"), Path("/home"), Path("/Users"), Path("/mnt"),
                   Path("/media"), Path("/private"), Path("/private/var"), Path("/System"), Path("/Library"))
 Transport = Literal["stdio", "http"]
+log = logging.getLogger("grpo_debug.server")
 
 
 def _home(env) -> Path | None:
@@ -165,7 +171,7 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
     if not any(_under(lexical, r) for r in roots + real_roots) and not _via_link(lexical, real_roots):
         if ".." in Path(raw).parts:
             raise PathNotAllowed(f"{shown}: '..' climbs out of the allowed roots ({hint})")
-        raise PathNotAllowed(f"{shown}: outside the allowed roots ({hint})")
+        raise PathNotAllowed(f"{shown}: outside the allowed roots ({hint}){_refused_roots_note(lexical)}")
     try:
         real = (start / raw).resolve(strict=True)
     except FileNotFoundError:
@@ -196,18 +202,62 @@ def resolve_path(path: str | os.PathLike, allowed_roots: Iterable[str | os.PathL
     return real
 
 
+class DeclaredRoots(tuple):
+    """The client's declared roots the server accepted (the tuple's items, resolved folders), with ``refused``:
+    (folder, why) for each declared root it did not accept (:func:`unsafe_client_root`), so that a refused
+    path's error can name them. Pickles with its ``refused`` (it travels to worker processes)."""
+
+    refused: tuple[tuple[Path, str], ...] = ()
+
+    def __new__(cls, accepted: Iterable[Path] = (), refused: Iterable[tuple[Path, str]] = ()):
+        self = super().__new__(cls, accepted)
+        self.refused = tuple(refused)
+        return self
+
+    def __reduce__(self):
+        return (DeclaredRoots, (tuple(self), self.refused))
+
+
 #: The folders the connected client declared as its roots (MCP roots/list), for the call in progress.
 CLIENT_ROOTS: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("client_roots", default=())
+
+
+def unsafe_client_root(folder: Path, env: dict[str, str] | None = None) -> str | None:
+    """Why a folder a client declared as an MCP root is not accepted, or None when it is: the same policy as the
+    server's own implicit root (:func:`unsafe_implicit_root`): not ``/``, not ``$HOME`` or a folder above it, not a
+    system folder (``/etc``, ``/usr``, ``/var``, ``/root``...) nor anything under ``/proc``, ``/sys``, ``/dev``,
+    ``/etc``, ``/usr``... A project folder under ``$HOME`` is accepted. Only the server's owner can grant more
+    (``--allow DIR``): a client's roots are a claim of the client, ``--allow`` the owner's decision."""
+    if never_readable(folder):
+        return f"{folder} is under /proc, /sys or /dev"
+    return unsafe_implicit_root(folder, env)
+
+
+def _refused_roots_note(lexical: Path) -> str:
+    """For a refused path: the declared roots of the call's client that the server did not accept and that hold
+    ``lexical`` (else all of them), with why and how to grant one; '' when none was refused."""
+    refused = getattr(CLIENT_ROOTS.get(), "refused", ())
+    if not refused:
+        return ""
+    covering = [(r, why) for r, why in refused if _under(lexical, r)] or list(refused)
+    shown = "; ".join(f"{r} ({why})" for r, why in covering[:3]) + (" ..." if len(covering) > 3 else "")
+    return (f"; your client declared the root {shown}, which the server does not accept as a client root (a "
+            "declared root may not be /, the home folder or a folder above it, or a system folder); the server's "
+            "owner can grant a folder with --allow DIR (a project folder under the home folder is accepted as a "
+            "root)")
 
 
 #: Seconds to wait for the client's answer to roots/list: a client that declares roots and never answers (a
 #: client bug) must not hold the call forever (the per-call deadline starts only when the tool body runs).
 ROOTS_TIMEOUT_S = 5.0
+_WARNED: set[Path] = set()
 
 
 async def client_roots(context) -> tuple[Path, ...]:
-    """The existing local folders among the roots the client declared (file:// URIs), resolved; () when the
-    client declares no roots capability, the request fails or no answer comes within ROOTS_TIMEOUT_S."""
+    """The existing local folders among the roots the client declared (file:// URIs), resolved, as
+    :class:`DeclaredRoots`: those :func:`unsafe_client_root` refuses (``/``, ``$HOME`` or above, a system folder)
+    are left out and listed in ``refused`` with the reason. () when the client declares no roots capability,
+    the request fails or no answer comes within ROOTS_TIMEOUT_S."""
     from urllib.parse import unquote, urlparse
 
     import anyio
@@ -223,6 +273,7 @@ async def client_roots(context) -> tuple[Path, ...]:
     except Exception:  # noqa: BLE001 - no back-channel, a client error, no answer in time, a deprecated capability
         return ()
     out: list[Path] = []
+    refused: dict[Path, str] = {}
     for r in listed[:64]:
         u = urlparse(str(r.uri))
         if u.scheme != "file" or u.netloc not in ("", "localhost"):
@@ -231,6 +282,14 @@ async def client_roots(context) -> tuple[Path, ...]:
             p = Path(unquote(u.path)).resolve(strict=True)
         except (OSError, RuntimeError, ValueError):
             continue
-        if p.is_dir() and p not in out:
+        if not p.is_dir() or p in out or p in refused:
+            continue
+        why = unsafe_client_root(p)
+        if why is None:
             out.append(p)
-    return tuple(out)
+        else:
+            refused[p] = why
+            if p not in _WARNED and len(_WARNED) < 256:  # once per folder, not once per call
+                _WARNED.add(p)
+                log.warning("a client declared the root %s; not accepted: %s (grant it with --allow DIR)", p, why)
+    return DeclaredRoots(out, refused.items())

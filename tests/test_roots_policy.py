@@ -133,3 +133,95 @@ def test_http_server_does_not_serve_its_working_directory(tmp_path, serve_http):
     with serve_http("--allow", str(tmp_path), cwd=str(tmp_path)) as (port, _):
         err, text = anyio.run(call, port)
     assert not err, text
+
+
+# ---------------------------------------------------------------- roots a client declares (stdio / in-process)
+
+def _roots_client(server, roots):
+    """An in-process client on a handshake-era connection (where roots live) declaring ``roots`` (paths)."""
+    import warnings
+
+    from mcp import types
+
+    async def list_roots(_ctx):
+        return types.ListRootsResult(roots=[types.Root(uri=Path(r).as_uri()) for r in roots])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the roots capability is deprecated from the 2026-07-28 spec on
+        return Client(server, mode="legacy", list_roots_callback=list_roots)
+
+
+LOG = "step:1 - actor/grad_norm:0.4 - actor/pg_loss:0.1\nstep:2 - actor/grad_norm:nan - actor/pg_loss:nan\n"
+
+
+@pytest.fixture
+def served(tmp_path):
+    d = tmp_path / "served"
+    d.mkdir()
+    (d / "own.log").write_text(LOG)
+    return d
+
+
+@pytest.mark.parametrize("declared", ["/", "/etc", "/usr", "/var", "/root", "/boot", "/proc", "/sys", "/dev"])
+def test_unsafe_client_roots_follow_the_implicit_root_policy(declared, home):
+    from grpo_debug.server.paths import unsafe_client_root
+
+    if not Path(declared).is_dir():
+        pytest.skip(f"{declared} is not on this machine")
+    assert unsafe_client_root(Path(declared).resolve()) is not None
+    assert "home folder" in unsafe_client_root(home)
+    assert "holds the home folder" in unsafe_client_root(home.parent)
+    assert unsafe_client_root(home / "project") is None
+
+
+def test_declared_roots_pickle_with_what_was_refused(home):
+    import pickle
+
+    from grpo_debug.server.paths import DeclaredRoots
+
+    d = DeclaredRoots([home / "project"], [(home, "it is the home folder")])
+    back = pickle.loads(pickle.dumps(d))
+    assert back == (home / "project",) and back.refused == ((home, "it is the home folder"),)
+    assert [*back] == [home / "project"]
+
+
+@needs_proc
+@pytest.mark.anyio
+@pytest.mark.parametrize("declared", ["/", "home", "above_home", "/etc", "/proc"])
+async def test_a_client_declaring_root_home_or_a_system_folder_reads_nothing_there(declared, home, served):
+    """A stdio/in-process client that declares `/`, $HOME, a folder above $HOME or a system folder as its MCP
+    root used to read all of it (the SSH key, /etc/passwd, /proc/self/environ); the root is now not accepted and
+    the error says so, why, and that --allow DIR grants a folder. The server's own roots still work."""
+    from grpo_debug.server.app import build_server
+
+    root = {"home": home, "above_home": home.parent}.get(declared, Path(declared))
+    targets = {"/": ["/etc/passwd", home / ".ssh" / "id_ed25519"], "home": [home / ".ssh" / "id_ed25519"],
+               "above_home": [home / ".ssh" / "id_ed25519"], "/etc": ["/etc/passwd"],
+               "/proc": ["/proc/self/environ"]}[declared]
+    async with _roots_client(build_server(allowed_roots=[served]), [root]) as c:
+        for t in targets:
+            r = await c.call_tool("triage", {"path": str(t)})
+            text = _texts(r)
+            assert r.is_error and "--allow DIR" in text, text
+            if declared != "/proc":  # /proc: refused anyway, 'never readable' (the root is refused too)
+                assert "your client declared the root" in text and str(root.resolve()) in text, text
+                assert "outside the allowed roots" in text, text
+        r = await c.call_tool("compare_runs", {"a": "/proc/self/environ", "b": str(served / "own.log")})
+        assert r.is_error and "HF_TOKEN" not in _texts(r)
+        ok = await c.call_tool("triage", {"path": str(served / "own.log")})  # the owner's --allow root still works
+        assert not ok.is_error and ok.structured_content["findings"], _texts(ok)
+
+
+@pytest.mark.anyio
+async def test_a_project_folder_under_home_declared_as_a_root_stays_readable(home, served):
+    (home / "project" / "run.log").write_text(LOG)
+    (home / "project" / "key.log").symlink_to(home / ".ssh" / "id_ed25519")  # still confined to the root
+    from grpo_debug.server.app import build_server
+
+    async with _roots_client(build_server(allowed_roots=[served]), [home / "project", home]) as c:
+        ok = await c.call_tool("triage", {"path": str(home / "project" / "run.log")})
+        assert not ok.is_error and ok.structured_content["findings"], _texts(ok)
+        key = await c.call_tool("triage", {"path": str(home / ".ssh" / "id_ed25519")})
+        assert key.is_error and "your client declared the root" in _texts(key) and "home folder" in _texts(key)
+        link = await c.call_tool("triage", {"path": str(home / "project" / "key.log")})
+        assert link.is_error and "symlink" in _texts(link), _texts(link)
+        assert "BEGIN OPENSSH" not in _texts(key) + _texts(link)
