@@ -32,6 +32,9 @@ KEYS_PER_LINE = 40
 SHARED_TOTAL_BYTES = 8 << 20  # logs of a folder above this in all are streamed with one budget of kept lines
 SHARED_MIN_BYTES = 256 << 10
 SHARED_MIN_HEAD, SHARED_MIN_TAIL = 200, 100
+# the rank logs of one run (one launch and config in each): their head and tail lines in all at most this many
+# (a floor of 200 + 100 lines a log kept 60,000 lines as text of 199 logs, where one file of their bytes keeps 4,000)
+RANKS_HEAD_TOTAL, RANKS_TAIL_TOTAL, RANKS_MIN_HEAD, RANKS_MIN_TAIL = 6000, 3000, 20, 10
 STORE_NOTES = 8
 _STORE_FRAMEWORK = {"verl_jsonl": "verl", "trainer_state": "trl", "deepspeed_csv": "deepspeed"}
 
@@ -174,8 +177,12 @@ def merge_texts(m: Merged, inv, rb, lim, progress=None, share: int | None = None
     # bytes cost as one file (60 rank logs of 86 MB: 45 s and 755 MB when each was read whole)
     n = max(len(logs), share or 0)
     shared = n > 1 and (bool(share) or sum(t.size for t in logs) > SHARED_TOTAL_BYTES)
-    head = max(SHARED_MIN_HEAD, HEAD_LINES // n) if shared else HEAD_LINES
-    tail = max(SHARED_MIN_TAIL, TAIL_LINES // n) if shared else TAIL_LINES
+    lo_head, lo_tail = SHARED_MIN_HEAD, SHARED_MIN_TAIL  # a sweep's run (``share``) keeps its own launch and config
+    if shared and not share:
+        lo_head = min(lo_head, max(RANKS_MIN_HEAD, RANKS_HEAD_TOTAL // n))
+        lo_tail = min(lo_tail, max(RANKS_MIN_TAIL, RANKS_TAIL_TOTAL // n))
+    head = max(lo_head, HEAD_LINES // n) if shared else HEAD_LINES
+    tail = max(lo_tail, TAIL_LINES // n) if shared else TAIL_LINES
     m.shared = shared
     with keep_lines(head, tail, n if shared else 1), carry_chatter() if shared else contextlib.nullcontext():
         _merge_each(m, inv, rb, lim, progress, total, shared)  # (a log's chatter not scanned for again in the next)
