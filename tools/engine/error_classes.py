@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from grpo_debug.tools.engine.error_class_base import ErrorClass
 from grpo_debug.tools.engine.error_classes_crash import crash_classes
+from grpo_debug.tools.engine.error_classes_infra import infra_classes
 
 _VALIDATION_FRAMES = (r"validate_args|_validate_config|validate_config|check_config|__post_init__|_check_\w+|"
                       r"_validate\w*|parse_args|check_args|_verify_args")
@@ -546,7 +547,7 @@ def _classes() -> tuple[ErrorClass, ...]:
     )
 
 
-CLASSES: tuple[ErrorClass, ...] = _classes() + crash_classes()
+CLASSES: tuple[ErrorClass, ...] = _classes() + crash_classes() + infra_classes()
 BY_NAME: dict[str, ErrorClass] = {c.name: c for c in CLASSES}
 
 UNKNOWN = ErrorClass(
