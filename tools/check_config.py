@@ -10,7 +10,7 @@ import shlex
 import yaml
 
 from grpo_debug.skills.loader import RuleBase
-from grpo_debug.tools.engine.facts import ConfigParseError, detect_frameworks, parse_document_strict
+from grpo_debug.tools.engine.facts import ConfigParseError, parse_document_strict
 from grpo_debug.tools.models import TriageResult
 from grpo_debug.tools.inputs import read_input, sniff_format
 from grpo_debug.tools.triage import triage_text
@@ -107,4 +107,4 @@ def _add_diff(res: TriageResult, s: str, label: str) -> None:
     res.diff, _ = file_diff(s, edits, name)
 
 
-__all__ = ["check_config", "ConfigParseError", "detect_frameworks", "sniff_format", "yaml"]
+__all__ = ["check_config", "ConfigParseError", "sniff_format", "yaml"]

@@ -353,25 +353,3 @@ def extract_facts(lines: list[Line], whole_text: str | None = None, fmt_hint: st
     return fs
 
 
-FRAMEWORK_MARKERS: dict[str, re.Pattern[str]] = {
-    "verl": re.compile(r"^(actor_rollout_ref|algorithm|critic|reward_model|trainer|data)\.", re.I),
-    "deepspeed": re.compile(r"^(zero_optimization|train_micro_batch_size_per_gpu|gradient_clipping$|fp16\.|bf16\.|deepspeed_config\.)"),
-    "slime/relax": re.compile(r"^(rollout_num_gpus(_per_engine)?|rollout_max_prompt_len|"
-                              r"sglang_mem_fraction_static|rollout_max_response_len|num_steps_per_rollout|debug_rollout_only)$"),
-    "megatron-lm": re.compile(r"^(tensor_model_parallel_size|pipeline_model_parallel_size|use_distributed_optimizer|"
-                              r"micro_batch_size|global_batch_size|moe_router_dtype|clip_grad)$"),
-    "trl/hf": re.compile(r"^(num_generations|max_completion_length|per_device_train_batch_size|max_grad_norm|use_vllm|vllm_mode)$"),
-    "openrlhf": re.compile(r"^(vllm_num_engines|colocate_all_models|micro_train_batch_size|vllm_enable_sleep|actor_num_nodes|zero_stage)$"),
-}
-
-
-def detect_frameworks(fs: FactSet) -> list[str]:
-    """Frameworks whose config keys appear in the facts (a key may name more than one)."""
-    hits: dict[str, int] = {}
-    for f in fs.facts:
-        for fw, rx in FRAMEWORK_MARKERS.items():
-            if rx.search(f.key):
-                hits[fw] = hits.get(fw, 0) + 1
-    return [fw for fw, n in sorted(hits.items(), key=lambda kv: -kv[1]) if n >= 2 or len(hits) == 1]
-
-
