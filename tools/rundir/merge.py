@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from grpo_debug.tools.engine.events import Event
 from grpo_debug.tools.engine.facts import Fact, FactSet
 from grpo_debug.tools.engine.match import Context
-from grpo_debug.tools.engine.metrics import MetricTable, Point, Record
+from grpo_debug.tools.engine.metrics import MetricTable, Record
 from grpo_debug.tools.engine.normalize import Line
 
 KEYS_PER_LINE = 40
@@ -123,8 +123,11 @@ def _append(m: Merged, ctx: Context, lines: list[Line], n_lines: int, rel: str, 
     for k in set(mt.series) | set(mt.counts):  # true point counts (a streamed log's series are thinned)
         if k in mt.counts or k in t.counts:
             t.counts[k] = t.count(k) + mt.count(k)
-    for k, pts in mt.series.items():
-        t.series.setdefault(k, []).extend(Point(p.step, p.value, p.line + off) for p in pts)
+    for k, pts in mt.series.items():  # the file's points moved, shifted in place (its context is not used after)
+        if off:
+            for p in pts:
+                p.line += off
+        t.series.setdefault(k, []).extend(pts)
     t.records += [Record(r.fmt, r.step, r.line + off, r.keys) for r in mt.records]
     t.formats |= mt.formats
     t.lines |= {n + off for n in mt.lines}
