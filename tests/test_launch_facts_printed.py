@@ -151,3 +151,14 @@ def test_megatron_arguments_print_is_config():
         assert out[printed[key][1] - 1].lstrip().startswith(key + " ")
     assert "lm loss" in ctx.metrics.series and not set(ctx.metrics.lines) & {v[1] for v in printed.values()}
     assert "launch-command" not in ctx.facts.formats  # a '-----' rule line is not a flag line
+
+
+def test_a_yaml_exponent_without_a_dot_is_a_number_unless_quoted():
+    """YAML 1.1 (PyYAML) reads `lr: 1e-6` as a string; OmegaConf's loader (Hydra configs) and YAML 1.2 read a float,
+    and so does every trainer that casts it to its dataclass field: a config fact keeps the number, sign included."""
+    from grpo_debug.tools.engine.facts import extract_facts
+    from grpo_debug.tools.engine.normalize import normalize
+
+    t = "actor:\n  optim:\n    lr: 1e-6\n    wd: -1E-2\n    big: 5e+3\n    q: '1e-6'\n    d: \"2e5\"\n    v: 1.0e-6\n"
+    got = {f.key.rsplit(".", 1)[-1]: f.value for f in extract_facts(normalize(t), t, "yaml").facts}
+    assert got == {"lr": 1e-6, "wd": -0.01, "big": 5000.0, "q": "1e-6", "d": "2e5", "v": 1e-6}

@@ -97,9 +97,17 @@ def compose_yaml(text: str) -> yaml.Node | None:
     return node
 
 
+# a plain scalar YAML 1.1 leaves a string but YAML 1.2 (and OmegaConf's loader, which Hydra configs go through:
+# omegaconf/_utils.py get_yaml_loader adds this float resolver) reads as a float: 1e-6, -1E-2, 5e+3
+_FLOAT_NO_DOT = re.compile(r"^[-+]?(?:\d[\d_]*)(?:\.\d*)?[eE][-+]?\d+$")
+
+
 def scalar_value(node: yaml.ScalarNode) -> Any:
-    """The value of a checked scalar node as safe YAML reads it (int, float, bool, None, str, ...)."""
+    """The value of a checked scalar node as safe YAML reads it (int, float, bool, None, str, ...); an unquoted
+    exponent without a dot (``lr: 1e-6``) is the float OmegaConf and YAML 1.2 read, not the string of YAML 1.1."""
     if node.tag == _CORE + "str":
+        if not node.style and _FLOAT_NO_DOT.match(node.value):  # plain: style None (Python) or "" (libyaml)
+            return float(node.value.replace("_", ""))
         return node.value
     try:
         return yaml.constructor.SafeConstructor().construct_object(node)
