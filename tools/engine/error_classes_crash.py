@@ -323,7 +323,7 @@ def crash_classes() -> tuple[ErrorClass, ...]:
                       "but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use "
                       "torch.load with map_location=torch.device('cpu') to map your storages to the CPU.",)),
         ErrorClass(
-            "none_operand_arithmetic", "config_error", "Arithmetic on a value that is None (a setting left null)",
+            "none_operand_arithmetic", "process_crash", "Arithmetic on a value that is None (a setting left null)",
             types=r"^TypeError$", text=r"unsupported operand type\(s\) for [-+*/%]+: '\w+' and 'NoneType'|"
                                       r"unsupported operand type\(s\) for [-+*/%]+: 'NoneType' and '\w+'",
             confidence="low",
