@@ -54,4 +54,19 @@ def infra_classes() -> tuple[ErrorClass, ...]:
             source="vllm/v1/worker/gpu_model_runner.py init_fp8_kv_scales: for cache_tensor in kv_caches: "
                    "cache_tensor.zero_(); vllm-project/vllm issues 41564 and 49237, PR 41602",
             examples=("AttributeError: 'list' object has no attribute 'zero_'",)),
+        ErrorClass(
+            "sglang_cache_flush_after_weight_update", "process_crash",
+            "SGLang could not flush its cache after a weight update because requests were still queued or running",
+            types=r"^AssertionError$", text=r"Cache flush failed after updating weights", confidence="high",
+            cause="An update_weights_from_disk/_distributed/_tensor request with flush_cache=True (the default) "
+                  "finished loading while the scheduler still held running or waiting requests; flush_cache() "
+                  "refuses then ('Cache not flushed because there are pending requests') and the weight updater "
+                  "asserts on the result, killing the scheduler process.",
+            check="the 'Cache not flushed because there are pending requests. #queue-req: N, #running-req: M' line "
+                  "before it, how generation was paused before the update (pause_generation mode) and the SGLang "
+                  "version.",
+            source="sglang/srt/managers/scheduler_update_weights_mixin.py (0.5.5-0.5.10) and "
+                   "scheduler_components/weight_updater.py (0.5.20-0.5.21): assert flush_cache_success, \"Cache flush "
+                   "failed after updating weights\"; sgl-project/sglang issues 12099 and 14062",
+            examples=("AssertionError: Cache flush failed after updating weights",)),
     )
