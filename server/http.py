@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from mcp.server.mcpserver import MCPServer
 
-from grpo_debug.server.http_conn import ConnectionGuard, GuardCaps, bearer_ok, guarded_protocol
+from grpo_debug.server.http_conn import ConnectionGuard, GuardCaps, bearer_ok, gate_socket, guarded_protocol
 
 HTTP_MAX_BODY_BYTES = 24 * 2**20  # room for 16 MiB of text plus JSON escaping; above it the transport says 413
 
@@ -195,10 +195,16 @@ def run_http(server: MCPServer, *, host: str, port: int, token: str | None = Non
     _few_malloc_arenas()
     app = http_app(server, host=host, token=token, **kw)
     idle = _env_limit(IDLE_TIMEOUT_ENV, 30.0)
-    protocol = guarded_protocol(connection_guard(), head_s=_env_limit(HEAD_TIMEOUT_ENV, 10.0),
+    guard = connection_guard()
+    protocol = guarded_protocol(guard, head_s=_env_limit(HEAD_TIMEOUT_ENV, 10.0),
                                 body_s=_env_limit(BODY_TIMEOUT_ENV, 60.0), idle_s=idle, token=token)
     _raise_fd_limit()
     clip_log_records()
-    uvicorn.run(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5,
-                http=protocol, ws="none",  # no WebSocket hand-over: every connection stays in the guard's book
-                timeout_keep_alive=int(min(5, max(1, idle))), h11_max_incomplete_event_size=16384)
+    sock = gate_socket(host.strip("[]"), port, guard.admit)  # per-address refusal at accept, before any read
+    config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5,
+                            http=protocol, ws="none",  # no WebSocket hand-over: every connection stays in the book
+                            timeout_keep_alive=int(min(5, max(1, idle))), h11_max_incomplete_event_size=16384)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

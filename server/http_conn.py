@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import collections
 import hmac
+import socket
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 _REFUSE_503 = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 1\r\n"
                b"connection: close\r\ncontent-length: 48\r\n\r\ntoo many slow connections from your address; retry")
@@ -64,6 +66,9 @@ class GuardCaps:
     peer_connections: int = 1024
     requests_per_peer: int = 256
     requests_total: int = 512
+    #: evictions per second one address may cause by opening connections past its pending cap (a token bucket,
+    #: burst ``pending_per_peer``); past it, its new connections are refused at accept, before any read
+    evictions_per_peer_s: float = 128.0
 
 
 class ConnectionGuard:
@@ -75,11 +80,35 @@ class ConnectionGuard:
         self._pending_by_peer: dict[str, collections.OrderedDict[Any, None]] = {}
         self._open: collections.Counter[str] = collections.Counter()
         self._serving: collections.Counter[str] = collections.Counter()
+        self._budget: dict[str, tuple[float, float]] = {}  # peer -> (eviction tokens, when counted)
         self.serving_total = 0
         self.evicted = 0
         self.refused = 0
 
     # ---- connections
+    def admit(self, peer: str) -> bool:
+        """Whether a connection just accepted from ``peer`` gets a protocol (then :meth:`opened` books it), decided
+        before anything is read or built for it. False, refused at accept: the address is at ``pending_per_peer``
+        and has spent its eviction budget (``evictions_per_peer_s``, burst ``pending_per_peer``: a flood that
+        reopens as fast as it is closed, where evicting its oldest for each newcomer made every reconnect cost a
+        full HTTP protocol and starved everyone), or it holds ``peer_connections`` open and none pending. Within
+        the budget a newcomer evicts the address's oldest pending one (:meth:`opened`), so a client sharing the
+        address of a pile of stale slow connections is still served."""
+        caps, mine = self.caps, self._pending_by_peer.get(peer)
+        if mine and len(mine) >= caps.pending_per_peer:
+            now = time.monotonic()
+            tokens, then = self._budget.get(peer, (float(caps.pending_per_peer), now))
+            tokens = min(float(caps.pending_per_peer), tokens + (now - then) * caps.evictions_per_peer_s)
+            if tokens < 1.0:
+                self._budget[peer] = (tokens, now)
+                self.refused += 1
+                return False
+            self._budget[peer] = (tokens - 1.0, now)
+        if not mine and self._open[peer] >= caps.peer_connections:
+            self.refused += 1
+            return False
+        return True
+
     def opened(self, conn: Any) -> bool:
         """Book a new pending connection of ``conn.peer``, evicting old pending ones past the caps. False: refuse
         it (its address holds ``peer_connections`` and none of them is pending)."""
@@ -109,6 +138,7 @@ class ConnectionGuard:
         self._open[conn.peer] -= 1
         if self._open[conn.peer] <= 0:
             del self._open[conn.peer]
+            self._budget.pop(conn.peer, None)  # (an address with nothing open starts again with a full budget)
 
     def set_pending(self, conn: Any, pending: bool) -> None:
         """Mark ``conn`` pending (evictable, newest last) or not."""
@@ -128,6 +158,10 @@ class ConnectionGuard:
         self.evicted += 1
         conn.close_with(_REFUSE_503)
         self.closed(conn)
+
+    def open_count(self, peer: str | None = None) -> int:
+        """Open connections of ``peer`` (all addresses when None)."""
+        return sum(self._open.values()) if peer is None else self._open.get(peer, 0)
 
     def pending_count(self, peer: str | None = None) -> int:
         """Pending connections of ``peer`` (all addresses when None)."""
@@ -265,3 +299,70 @@ def guarded_protocol(guard: ConnectionGuard, *, head_s: float, body_s: float, id
     return type("GuardedH11", (_Guarded, H11Protocol), {
         "guard": guard, "head_s": head_s, "body_s": body_s, "idle_s": idle_s,
         "secret": token.encode("utf-8") if token else None})
+
+
+#: Connections accepted (admitted or refused) per event-loop tick at most: asyncio accepts up to the listen
+#: backlog (uvicorn: 2048) per tick, and a flood that reopens as fast as it is closed made each tick run
+#: hundreds of accepts before another client's next step (its answer took 2-5 s).
+ACCEPTS_PER_TICK = 64
+
+
+class GateSocket(socket.socket):
+    """The listening socket, with :meth:`accept` asking ``admit(peer)`` first: a refused connection is answered
+    503 (best effort, never blocking) and closed right there, at the cost of an accept and a close, before any
+    protocol, transport or read exists for it; at most ``per_tick`` accepts per event-loop tick (the rest wait
+    in the kernel's queue for the next tick, after the other connections' ready work). Built by
+    :func:`gate_socket`; asyncio's ``create_server(sock=...)`` calls :meth:`accept` in its accept loop."""
+
+    admit: Callable[[str], bool]
+    per_tick: int = ACCEPTS_PER_TICK
+    _count = 0
+    _reset_armed = False
+
+    def _reset(self) -> None:
+        self._count, self._reset_armed = 0, False
+
+    def _budget(self) -> None:
+        if not self._reset_armed:
+            import asyncio
+
+            try:
+                asyncio.get_running_loop().call_soon(self._reset)
+                self._reset_armed = True
+            except RuntimeError:  # no loop (a direct call): no per-tick budget
+                self._count = 0
+        if self._count >= self.per_tick:
+            raise BlockingIOError("the accept budget of this tick is spent")
+        self._count += 1
+
+    def accept(self):  # noqa: D102 - socket.accept's contract: (socket, address), BlockingIOError when none waits
+        while True:
+            self._budget()
+            fd, addr = self._accept()
+            sock = socket.socket(self.family, self.type, self.proto, fileno=fd)
+            peer = addr[0] if isinstance(addr, tuple) and addr else "?"
+            if self.admit(peer):
+                return sock, addr
+            try:
+                sock.setblocking(False)
+                sock.send(_REFUSE_503)
+            except OSError:
+                pass
+            sock.close()
+
+
+def gate_socket(host: str, port: int, admit: Callable[[str], bool], *,
+                per_tick: int = ACCEPTS_PER_TICK) -> GateSocket:
+    """A :class:`GateSocket` bound to ``host``:``port`` (SO_REUSEADDR; IPv6 when the host resolves to it), not yet
+    listening (asyncio's ``create_server`` calls ``listen``). Raises OSError when the address cannot be bound."""
+    info = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, addr = info[0]
+    sock = GateSocket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError:
+        sock.close()
+        raise
+    sock.admit, sock.per_tick = admit, per_tick
+    return sock
