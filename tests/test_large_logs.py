@@ -467,3 +467,28 @@ def test_a_gzip_log_is_read_in_the_same_chunks_as_the_plain_file(real_log, small
     gz.write_bytes(gzip.compress(path.read_bytes()))
     plain, packed = ll.scan_file(path), ll.scan_file(gz)
     assert plain.lines == packed.lines and plain.demoted == packed.demoted and plain.total_lines == packed.total_lines
+
+
+def test_a_pattern_with_a_back_reference_keeps_the_lines_of_its_other_alternatives(tmp_path):
+    """No bytes engine takes a back-reference without a literal; such a pattern's other alternatives are scanned
+    for, so the lines they match are kept (and matched whole with Python later), and the note says which part was
+    not read (regex_literals.candidate_branches)."""
+    import gzip
+
+    from grpo_debug.tools.engine.large_logs import scan_file
+    from grpo_debug.tools.engine.regex_literals import candidate_branches
+
+    pat = r"!{6,}|(\b\w+\b)(?:\s+\1){8,}"
+    assert candidate_branches(pat) == ["!{6,}"]
+    assert candidate_branches(r"(a)\1") == [] and candidate_branches(r"(?i)foo|(x)\1|bar") == ["(?i)foo", "(?i)bar"]
+    body = ["(vLLMHttpServer pid=2) INFO Engine 000: Avg prompt throughput: 12.0 tokens/s"] * 60000
+    for k in (30000, 45000):
+        body[k] = "(TaskRunner pid=77) [response] " + "!" * 40
+    p = tmp_path / "run.log.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write("\n".join(body) + "\n")
+    out = scan_file(str(p), [pat])
+    kept = {no for no, _ in out.lines}
+    assert {30001, 45001} <= kept
+    if pat in out.unprefiltered:  # the bytes engines (hyperscan, RE2): the alternative was scanned for instead
+        assert out.partly[pat] == ["!{6,}"]

@@ -187,8 +187,12 @@ def read_streamed(path, rb, *, progress=None, label: str | None = None, prefilte
         skipped.append(f"the last line ({_n(sparse.total_lines)}) has no newline: the log ends mid-line (cut, or still "
                        "being written), so that line may be partial")
     if sparse.unprefiltered:
-        skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered; lines matching only "
-                       "them were not read: " + "; ".join(p[:60] for p in sparse.unprefiltered[:3]))
+        said = []
+        for p in sparse.unprefiltered[:3]:
+            kept = sparse.partly.get(p)
+            said.append(p[:60] + (f" (its alternatives {', '.join(k[:30] for k in kept)} were scanned for)" if kept else ""))
+        skipped.append(f"{len(sparse.unprefiltered)} rule pattern(s) could not be prefiltered whole (a back-reference); "
+                       "lines matching only what the prefilter cannot take were not read: " + "; ".join(said))
     partial = []
     if sparse.capped:
         partial.append(f"only the first {sparse.capped / 2**30:.3g} GiB of the decompressed log were read (the input "

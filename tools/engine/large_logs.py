@@ -79,6 +79,7 @@ class SparseLog:
     bytes_read: int = 0
     engine: str = "re"
     unprefiltered: list[str] = field(default_factory=list)
+    partly: dict[str, list[str]] = field(default_factory=dict)  # an unprefiltered pattern -> its alternatives kept
     truncated: bool = False
     capped: int | None = None  # bytes after which reading stopped (the input cap), None when read to the end
     ended_early: str | None = None  # why reading stopped before the end (a truncated .gz, a read error), else None
@@ -105,6 +106,20 @@ def build_patterns(rule_patterns: Iterable[str | tuple[str, bool]]) -> list[tupl
     out += [(p, "(?i" in p) for p in EVENT_PATTERNS.values()]
     out += [(p, True) if isinstance(p, str) else (p[0], bool(p[1])) for p in rule_patterns]
     return list(dict.fromkeys(out))
+
+
+def _candidate_patterns(patterns: list[tuple[str, bool]], unprefiltered: list[str]) -> dict[str, list[tuple[str, bool]]]:
+    """For each pattern no engine could take whole: its alternatives an engine can take (regex_literals.
+    candidate_branches), with the pattern's case flag; patterns with none are left out."""
+    from grpo_debug.tools.engine.regex_literals import candidate_branches
+
+    ci = {p: c for p, c in patterns}
+    out = {}
+    for p in unprefiltered:
+        bs = candidate_branches(p, re.I if ci.get(p) else 0)
+        if bs:
+            out[p] = [(b, bool(ci.get(p))) for b in bs]
+    return out
 
 
 def open_stream(path: str | os.PathLike) -> tuple[io.BufferedIOBase, int]:
@@ -447,8 +462,12 @@ def scan_stream(stream: io.BufferedIOBase, rule_patterns: Iterable[str | tuple[s
     source, start = _reread_source(stream) if store is not None else (None, None)
     spool = tempfile.TemporaryFile(prefix="grpo-debug-spool-") if store is not None and source is None else None
     sc = _Scanner(patterns, store, source, spool)
+    partly = _candidate_patterns(patterns, sc.eng.unprefiltered)
+    if partly:  # keep the candidate lines of what an engine can take of those patterns (rules match them whole)
+        sc = _Scanner(patterns + [b for bs in partly.values() for b in bs if b not in patterns], store, source, spool)
     out = SparseLog(engine=sc.eng.kind, unprefiltered=list(sc.eng.unprefiltered), store=store,
                     source=spool if spool is not None else source)
+    out.partly = {p: [b for b, _ in bs] for p, bs in partly.items()}
     last_chunks: list[tuple[int, bytes]] = []
     line_no = pending = raw_read = 0
     carry, skip_to_newline, gap = b"", False, False  # gap: the buffer lost the middle of a huge line

@@ -540,3 +540,29 @@ def searchable_in_chunk(pattern: str, caseless: bool = False) -> bool:
         return tree is not None and _line_local(list(tree))
     except RecursionError:
         return False
+
+
+def candidate_branches(pattern: str, flags: int = 0) -> list[str]:
+    """The top-level alternatives of ``pattern`` that carry no back-reference and compile alone (a leading global
+    flag group copied onto each), for keeping candidate lines of a pattern no engine can take whole
+    (``!{6,}|(\\b\\w+\\b)(?:\\s+\\1){8,}`` -> ``!{6,}``): a line they match is kept and the whole pattern is then
+    matched on it with Python. Group numbers may differ in a branch, which is why it is a candidate filter only.
+    [] when the pattern has one alternative or no branch qualifies."""
+    glob = re.match(r"\(\?[aiLmsux]+\)", pattern)
+    head = glob.group(0) if glob else ""
+    if "x" in head:
+        return []
+    parts, _ = _split_alts(pattern[len(head):])
+    if len(parts) < 2:
+        return []
+    out = []
+    for b in parts:
+        if re.search(r"\\[1-9]|\(\?P=|\(\?\(|\(\?#", b):
+            continue
+        try:
+            re.compile(head + b, flags)
+        except re.error:
+            continue
+        out.append(head + b)
+    return out
+
