@@ -69,4 +69,52 @@ def infra_classes() -> tuple[ErrorClass, ...]:
                    "scheduler_components/weight_updater.py (0.5.20-0.5.21): assert flush_cache_success, \"Cache flush "
                    "failed after updating weights\"; sgl-project/sglang issues 12099 and 14062",
             examples=("AssertionError: Cache flush failed after updating weights",)),
+        ErrorClass(
+            "ds_zero3_stale_param_trace", "process_crash",
+            "DeepSpeed ZeRO-3's parameter coordinator replayed a stale module trace (pop from an empty deque)",
+            types=r"^IndexError$", text=r"pop from an empty deque",
+            frames=r"record_parameters|reset_step|construct_parameter_trace_from_module_trace|_start_of_forward_hook",
+            confidence="high",
+            cause="ZeRO-3 records which submodules fetch parameters during the first forward and replays that trace "
+                  "to prefetch; when the module hooks are removed and re-registered between steps (generation with "
+                  "gathered weights: unwrap_model_for_generation / ds3_gather_for_generation) or the forward order "
+                  "changes, the recorded per-module step ids run out and record_parameters pops an empty deque.",
+            check="whether the trainer generates with gathered ZeRO-3 weights between training forwards (TRL "
+                  "ds3_gather_for_generation, unwrap_model_for_generation), gradient checkpointing, and the DeepSpeed "
+                  "version (PR 8043 in 0.19.2).",
+            source="deepspeed/runtime/zero/partitioned_param_coordinator.py record_parameters: step_id = "
+                   "self.__step_id_module_fetched_for[sub_module.ds_id].popleft() (v0.19.1); deepspeedai/DeepSpeed "
+                   "PR 8043",
+            examples=(('  File "/v/site-packages/deepspeed/runtime/zero/partitioned_param_coordinator.py", line 225, in '
+                       "record_parameters\n    step_id = self.__step_id_module_fetched_for[sub_module.ds_id].popleft()\n"
+                       "IndexError: pop from an empty deque"),)),
+        ErrorClass(
+            "ds_zero3_param_not_inflight", "process_crash",
+            "DeepSpeed ZeRO-3 waited on an all-gather for a parameter that was not in flight",
+            types=r"^AssertionError$", text=r"expected param \{.{0,400}\} to be inflight", confidence="medium",
+            cause="ZeRO-3's partitioned-parameter handle asserts the parameter is INFLIGHT when its all-gather is "
+                  "waited on; a parameter already AVAILABLE means it was gathered twice or by another handle (two "
+                  "coalesced all-gathers sharing one parameter list, or a parameter fetched outside the "
+                  "coordinator's order).",
+            check="DeepSpeed's torch_autocast setting and version (0.17.2-0.17.4 with autocast), mixed parameter "
+                  "dtypes, and any code that gathers or fetches ZeRO-3 parameters itself.",
+            source="deepspeed/runtime/zero/partition_parameters.py wait: assert param.ds_status == "
+                   "ZeroParamStatus.INFLIGHT, f\"expected param {param.ds_summary()} to be inflight\"; "
+                   "deepspeedai/DeepSpeed PR 7462",
+            examples=("AssertionError: expected param {'id': 685, 'status': 'AVAILABLE', 'numel': 131334144, "
+                      "'ds_numel': 131334144, 'shape': (32064, 4096)} to be inflight",)),
+        ErrorClass(
+            "ds_zero2_ipg_bucket_dtype_key", "process_crash",
+            "DeepSpeed ZeRO-1/2 looked up its gradient bucket by the parameter dtype instead of the reduce dtype",
+            types=r"^KeyError$", text=r"KeyError: torch\.(?:bfloat16|float16|float32)", frames=r"report_ipg_memory_usage",
+            confidence="high",
+            cause="ZeRO-1/2 keeps one gradient (IPG) bucket per communication dtype; report_ipg_memory_usage was "
+                  "given the parameter dtype, so a bf16 parameter whose gradients are reduced in fp32 (the default "
+                  "communication dtype, e.g. with Ulysses sequence parallelism) has no bucket under that key.",
+            check="the DeepSpeed version (0.17.2-0.18.0), the parameter dtype, and communication_data_type / "
+                  "seq_parallel_communication_data_type.",
+            source="deepspeed/runtime/base_optimizer.py report_ipg_memory_usage: bucket = self.ipg_buckets[dt], called "
+                   "with param.dtype from stage_1_and_2.py (v0.17.2-v0.18.0); deepspeedai/DeepSpeed issue 7607, PR 7636",
+            examples=(('  File "/v/site-packages/deepspeed/runtime/base_optimizer.py", line 70, in '
+                       "report_ipg_memory_usage\n    bucket = self.ipg_buckets[dt]\nKeyError: torch.bfloat16"),)),
     )
