@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from mcp.server.mcpserver import MCPServer
 
-from grpo_debug.server.http_conn import ConnectionGuard, GuardCaps, bearer_ok, gate_socket, guarded_protocol
+from grpo_debug.server.http_conn import ConnectionGuard, GuardCaps, bearer_ok, gate_sockets, guarded_protocol
 
 HTTP_MAX_BODY_BYTES = 24 * 2**20  # room for 16 MiB of text plus JSON escaping; above it the transport says 413
 
@@ -200,11 +200,12 @@ def run_http(server: MCPServer, *, host: str, port: int, token: str | None = Non
                                 body_s=_env_limit(BODY_TIMEOUT_ENV, 60.0), idle_s=idle, token=token)
     _raise_fd_limit()
     clip_log_records()
-    sock = gate_socket(host.strip("[]"), port, guard.admit)  # per-address refusal at accept, before any read
+    socks = gate_sockets(host.strip("[]"), port, guard.admit)  # per-address refusal at accept, before any read
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", timeout_graceful_shutdown=5,
                             http=protocol, ws="none",  # no WebSocket hand-over: every connection stays in the book
                             timeout_keep_alive=int(min(5, max(1, idle))), h11_max_incomplete_event_size=16384)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=socks)
     finally:
-        sock.close()
+        for sock in socks:
+            sock.close()

@@ -557,3 +557,21 @@ def test_a_nonstop_slowloris_flood_does_not_starve_another_address(serve_http):
         assert peak[2] <= fds0 + 128 + 2 * 64 + 16, peak  # its pending cap (+ one tick's accepts), not 1000
         assert peak[0] - rss0 <= 100, (rss0, peak)
         assert after[1] <= threads0 and after[2] <= fds0 + 2, (threads0, fds0, after)
+
+
+def test_a_port_in_use_is_an_oserror_and_nothing_stays_bound():
+    from grpo_debug.server.http_conn import gate_sockets
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    try:
+        with pytest.raises(OSError):
+            gate_sockets("127.0.0.1", port, lambda _peer: True)
+    finally:
+        busy.close()
+    socks = gate_sockets("127.0.0.1", port, lambda _peer: True)  # free again: bound, IPv4
+    assert [s.getsockname() for s in socks] == [("127.0.0.1", port)]
+    for s in socks:
+        s.close()
