@@ -117,4 +117,19 @@ def infra_classes() -> tuple[ErrorClass, ...]:
                    "with param.dtype from stage_1_and_2.py (v0.17.2-v0.18.0); deepspeedai/DeepSpeed issue 7607, PR 7636",
             examples=(('  File "/v/site-packages/deepspeed/runtime/base_optimizer.py", line 70, in '
                        "report_ipg_memory_usage\n    bucket = self.ipg_buckets[dt]\nKeyError: torch.bfloat16"),)),
+        ErrorClass(
+            "megatron_flattened_range_unsupported", "checkpoint_load_error",
+            "Megatron dist_checkpointing refused a ShardedTensor with flattened_range (legacy optimizer-state layout)",
+            types=r"^CheckpointingException$", text=r"ShardedTensor\.flattened_range is not supported", confidence="high",
+            cause="From megatron-core core_v0.16.0 ShardedTensor.validate_metadata_integrity rejects flattened_range, "
+                  "but DistributedOptimizer.sharded_state_dict still builds flattened_range tensors for its default "
+                  "sharding type 'fully_sharded_model_space', used whenever the caller passes no "
+                  "metadata['distrib_optim_sharding_type'].",
+            check="how the optimizer state dict is built (a framework calling DistributedOptimizer.sharded_state_dict "
+                  "without metadata) and the megatron-core version (core_v0.16.0 and later).",
+            source="megatron/core/dist_checkpointing/mapping.py ShardedTensor.validate_metadata_integrity: raise "
+                   "CheckpointingException(\"ShardedTensor.flattened_range is not supported.\") (core_v0.16.0-"
+                   "core_v0.19.0); NVIDIA/Megatron-LM PR 2126; areal-project/AReaL PR 1468",
+            examples=("megatron.core.dist_checkpointing.core.CheckpointingException: ShardedTensor.flattened_range is "
+                      "not supported.",)),
     )
