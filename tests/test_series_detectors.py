@@ -289,3 +289,22 @@ def test_nonfinite_at_the_first_point_seen_is_not_called_the_run_s_first():
         res = triage_text(text)
         sig = res.findings[0].causes[0].matched[0]
         assert res.findings[0].symptom == "nan_inf" and ("may have gone non-finite earlier" in sig) is said, sig
+
+
+def test_decline_floor_needs_a_fall_not_a_jitter_around_the_floor():
+    """An entropy series that jitters around the 0.05 floor (uniform 0..0.1) crosses it by its first and last
+    points alone; the floor criterion reads the medians of its first and last few points and needs a fall by half."""
+    import random
+
+    from grpo_debug.tools.engine.detectors import decline
+    from grpo_debug.tools.engine.metrics import MetricTable
+
+    rng = random.Random(4)
+    jitter = MetricTable()
+    for s in range(1, 200):
+        jitter.add("verl", s, s, {"actor/entropy": 0.09 if s == 1 else (0.01 if s == 199 else rng.uniform(0, 0.1))})
+    assert decline(jitter, factor=5, floor=0.05) is None
+    fall = MetricTable()
+    for s in range(1, 200):
+        fall.add("verl", s, s, {"actor/entropy": 0.3 * (1 - s / 220) + 0.005 * rng.random()})
+    assert decline(fall, factor=50, floor=0.05) is not None

@@ -117,14 +117,20 @@ def growth(t: MetricTable, keys: str | None = None, factor: float = 3.0, min_poi
 
 def decline(t: MetricTable, keys: str | None = None, factor: float = 3.0, min_points: int = 3,
             floor: float | None = None) -> Hit | None:
-    """Sustained fall: first/last >= factor (entropy collapse), or the last value under ``floor``."""
+    """Sustained fall: first/last >= factor (entropy collapse), or a fall (by half at least) to under ``floor``.
+    The levels are medians of the first and last few points (up to 5, a quarter of the series at most): a series
+    that only jitters around ``floor`` never crosses it by its first and last points alone."""
     for k, pts in _select(t, keys, ENTROPY):
         fin = [p for p in pts if is_finite(p.value)]
         if len(fin) < min_points or fin[0].value <= 0:
             continue
         downs = sum(1 for a, b in zip(fin, fin[1:]) if b.value < a.value) / (len(fin) - 1)
         last = max(fin[-1].value, 1e-12)
-        if (fin[0].value / last >= factor and downs >= 0.6) or (floor is not None and fin[-1].value < floor < fin[0].value):
+        w = max(1, min(5, len(fin) // 4))
+        head = statistics.median(p.value for p in fin[:w])
+        tail = max(statistics.median(p.value for p in fin[-w:]), 1e-12)
+        fell_under = floor is not None and tail < floor < head and head / tail >= 2
+        if (fin[0].value / last >= factor and downs >= 0.6) or fell_under:
             return Hit([p.line for p in fin][-6:], f"{k} falls from {_fmt(fin[0].value)} to {_fmt(fin[-1].value)}", [k])
     return None
 
