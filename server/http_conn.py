@@ -101,8 +101,14 @@ class ConnectionGuard:
         reopens as fast as it is closed, where evicting its oldest for each newcomer made every reconnect cost a
         full HTTP protocol and starved everyone), or it holds ``peer_connections`` open and none pending. Within
         the budget a newcomer evicts the address's oldest pending one (:meth:`opened`), so a client sharing the
-        address of a pile of stale slow connections is still served."""
+        address of a pile of stale slow connections is still served. At ``pending_total``, an address holding
+        its share of it (the total over the addresses with pending connections) or more is refused too, so a
+        flood from several addresses costs accepts and closes, and an address under its share still gets in."""
         caps, mine = self.caps, self._pending_by_peer.get(peer)
+        if len(self._pending) >= caps.pending_total and mine and \
+                len(mine) >= caps.pending_total // len(self._pending_by_peer):
+            self.refused += 1  # at the total cap, an address holding its share or more waits: room is kept for the
+            return False       # others (an address under its share gets in, evicting from the one holding most)
         if mine and len(mine) >= caps.pending_per_peer:
             now = time.monotonic()
             tokens, then = self._budget.get(peer, (float(caps.pending_per_peer), now))

@@ -440,6 +440,22 @@ def test_guard_refuses_at_accept_once_an_address_spends_its_eviction_budget(monk
     assert [g.admit("10.0.0.9") for _ in range(3)] == [True, True, False]
 
 
+def test_guard_at_the_total_cap_refuses_addresses_holding_their_share_and_admits_the_others():
+    """Several flooding addresses fill ``pending_total``: each one holding its share of it or more is refused
+    at accept (no eviction, no protocol), a new address under its share is admitted and evicts from the one
+    holding the most."""
+    g = ConnectionGuard(GuardCaps(pending_per_peer=100, pending_total=12))
+    for i in range(4):  # four addresses, three pending each: the total cap, every share (12 / 4) held
+        for _ in range(3):
+            assert g.admit(f"10.0.0.{i}")
+            assert g.opened(_Conn(f"10.0.0.{i}"))
+    assert g.pending_count() == 12
+    assert not any(g.admit(f"10.0.0.{i}") for i in range(4)) and g.refused == 4 and g.evicted == 0
+    newcomer = _Conn("10.0.0.99")
+    assert g.admit("10.0.0.99") and g.opened(newcomer)
+    assert g.pending_count() == 12 and g.evicted == 1 and newcomer.closed_with is None
+
+
 def test_the_listening_socket_refuses_an_address_over_its_cap_before_reading(tmp_path):
     from grpo_debug.server.http_conn import gate_socket
 
