@@ -132,4 +132,19 @@ def infra_classes() -> tuple[ErrorClass, ...]:
                    "core_v0.19.0); NVIDIA/Megatron-LM PR 2126; areal-project/AReaL PR 1468",
             examples=("megatron.core.dist_checkpointing.core.CheckpointingException: ShardedTensor.flattened_range is "
                       "not supported.",)),
+        ErrorClass(
+            "ds_zero_flatten_empty_group", "config_error",
+            "DeepSpeed ZeRO-1/2 tried to flatten an optimizer parameter group with no trainable parameters",
+            types=r"^ValueError$", text=r"torch\.cat\(\): expected a non-empty list of Tensors",
+            frames=r"flatten_dense_tensors_aligned|stage_1_and_2\.py", confidence="high",
+            cause="ZeRO-1/2 flattens each optimizer parameter group into one buffer at deepspeed.initialize; a group "
+                  "that holds only frozen parameters (requires_grad=False) is emptied and torch.cat gets no tensors, "
+                  "e.g. DeepSpeed's Muon/AdamW split when every trainable parameter falls on one side.",
+            check="the optimizer (Muon?), which parameters are frozen, and the DeepSpeed version (0.17.6-0.18.6 for "
+                  "the Muon split).",
+            source="torch _flatten_dense_tensors via deepspeed/runtime/zero/stage_1_and_2.py "
+                   "flatten_dense_tensors_aligned; deepspeedai/DeepSpeed PR 7869",
+            examples=(('  File "/w/DeepSpeed/deepspeed/runtime/zero/stage_1_and_2.py", line 1044, in '
+                       "flatten_dense_tensors_aligned\n    return self.flatten(align_dense_tensors(tensor_list, "
+                       "alignment))\nValueError: torch.cat(): expected a non-empty list of Tensors"),)),
     )
