@@ -171,3 +171,16 @@ def test_a_cut_filtered_answer_says_how_many_matched():
     assert _size(rep) <= FILTERED_BYTES + 500
     assert any("more entries match 'oom'" in n for n in rep.notes), rep.notes
     assert f"the first {len(rep.items)} of" in rep.summary, rep.summary
+
+
+def test_trigger_words_match_whole_words_not_inside_others():
+    """'inf' (a NaN-guide trigger word) is not in 'information', so a 503 log with "For more information" is not
+    routed to the NaN guide; a stem ('explod') still matches its longer forms."""
+    from grpo_debug.tools.suggest import _written, suggest
+
+    log = ("(RolloutManager pid=5) Error: Server error '503 Service Unavailable' for url 'http://h:4674/generate'\n"
+           "(RolloutManager pid=5) For more information check: https://developer.mozilla.org/, retrying...\n")
+    assert all(t.tool != "nan_guide" for t in suggest(log).tools)
+    assert _written("loss is inf at step 3", "inf") and not _written("for more information", "inf")
+    assert _written("the grad norm is exploding", "explod")
+    assert any(t.tool == "nan_guide" for t in suggest("grad_norm went inf at step 40").tools)

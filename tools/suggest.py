@@ -21,6 +21,13 @@ from grpo_debug.tools.suggest_evidence import shown
 _NONFINITE_WORD = re.compile(r"\b(?:nan|inf|infinity|non-?finite)s?\b", re.I)
 
 
+def _written(low: str, phrase: str) -> bool:
+    """``phrase`` in ``low`` from a word start; a short one (under 5 characters: 'inf', 'nan') to a word end too, so
+    'information' holds no 'inf'; a longer one may be a stem ('explod' in 'exploding')."""
+    tail = r"(?![a-z0-9_])" if len(phrase) < 5 else ""
+    return re.search(r"(?<![a-z0-9_])" + re.escape(phrase) + tail, low) is not None
+
+
 def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggestion:
     """Tools, operations and rules to try for ``text`` (a question, symptom words, or a pasted log)."""
     rb = rules or default_rules()
@@ -31,7 +38,7 @@ def suggest(text: str, rules: RuleBase | None = None, limit: int = 5) -> Suggest
 
     def said(phrase: str) -> bool:  # as written, or all its words in any order and spelling (rewards -> reward)
         terms = query_terms(phrase)
-        return phrase.lower() in low or (len(terms) >= 2 and terms <= q)
+        return _written(low, phrase.lower()) or (len(terms) >= 2 and terms <= q)
 
     for t in triggers():
         s = 3.0 * said(t.phrase) + sum(1.0 for w in t.words if said(w))
