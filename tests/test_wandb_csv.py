@@ -95,3 +95,13 @@ def test_the_run_model_of_an_export_names_series_canonically_and_keeps_rows():
     pts = {p.raw_key: p for s in run.series.values() for p in s.points if p.step == 1.0}
     assert pts["actor/pg_loss"].value == -0.9131 and pts["actor/pg_loss"].where == f"{CHART.name}#row 2"
     assert all(s.axis == "step" for s in run.series.values()) and "wandb_csv" in run.formats
+
+
+def test_a_second_run_s_points_at_the_same_steps_are_never_dropped_silently():
+    """A W&B chart CSV of two runs is merged as one run (runs of one store are not split yet): the second run's
+    points at steps the first already has are not merged, and the coverage says how many and of which run."""
+    from grpo_debug.tools.rundir.analyze import triage_any
+
+    res = triage_any(path=str(DATA / "wandb_export_2026-11-30T10_00_00.000+00_00.csv"))
+    notes = [s for s in res.coverage.skipped if "not merged" in s]
+    assert notes and "calm-sweep-8" in notes[0] and "points" in notes[0]

@@ -96,6 +96,7 @@ class Merged:
     store_kinds: list[str] = field(default_factory=list)
     rules: object = None  # the rule base, for a store's console streamed as a log
     shared: bool = False  # its logs were streamed with a shared budget (many logs: merge_texts)
+    dropped_points: int = 0  # store points not merged: an earlier file or run had that series at that step
 
     def locate(self, no: int) -> tuple[str, int, bool] | None:
         """(file relative to the folder, its own line number, synthetic store line?) of merged line ``no``."""
@@ -249,6 +250,7 @@ def _store_series_lines(m: Merged, run, rel: str, have: set[tuple[str, float]]) 
         step = x / d if d else x
         label = f"step {step:g} (samples {x:g})" if d else (f"samples {x:g}" if axis == "samples" else f"step {step:g}")
         keep = {k: vw for k, vw in vals.items() if (k, step) not in have}
+        m.dropped_points += len(vals) - len(keep)
         have |= {(k, step) for k in keep}
         items = sorted(keep.items())
         for i in range(0, len(items), KEYS_PER_LINE):
@@ -287,7 +289,13 @@ def merge_store(m: Merged, run, rel: str, have: set[tuple[str, float]]) -> None:
         text = f"{k}: {v}"[:2000]
         lines.append(Line(len(lines) + 1, text, text, rel))
         ctx.facts.add(str(k), v, len(lines), "store", text)
+    before = m.dropped_points
     rows = _store_series_lines(m, run, rel, have)
+    if m.dropped_points > before:  # never silent: a point another file or run already gave at that step is not merged
+        who = f" run {run.run_id}" if run.run_id else ""
+        m.skipped.append(f"{rel}{who}: {m.dropped_points - before} points at steps an earlier file or run of this input "
+                         "already has were not merged (the earlier values are used): the runs of one store are merged "
+                         "as one run, not yet triaged apart")
     for text, src, step, vals in rows:
         lines.append(Line(len(lines) + 1, text, text, src))
         ctx.metrics.add(run.kind, step, len(lines), vals)
