@@ -31,7 +31,7 @@ ARRAY_START = re.compile(r"^\s*(?:export\s+)?[A-Za-z_]\w*=\(\s*(.*)$")
 _SHORT = re.compile(r"^-[A-Za-z]")
 _SCRIPT = re.compile(r"\.(?:py|sh)$")
 _PATH_FLAG = re.compile(r"file|path|plugin|script|config|module|program|dir", re.I)
-_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$")
 _MAX_ARRAY_LINES = 2000
 
 
