@@ -1,4 +1,4 @@
-"""Error classes harvested from the infrastructure trackers (vLLM, SGLang, Megatron-LM, DeepSpeed, Ray), placed after
+r"""Error classes harvested from the infrastructure trackers (vLLM, SGLang, Megatron-LM, DeepSpeed, Ray), placed after
 the tables of :mod:`error_classes` and :mod:`error_classes_crash` (the first class whose tests hold wins, so every
 class there is tried first). A traceback whose frames lie under site-packages/<library>/ is taken by the earlier
 ``api_version_mismatch`` class, so the rules match ``^\[(?:api_version_mismatch|<class>)\]`` plus the message.
