@@ -295,3 +295,19 @@ async def test_mcp_compare_runs_paste_files_and_errors(tmp_path):
     # one metric line each (a 1-step run pasted on one line) is text, not a path
     assert not lines.is_error and lines.structured_content["aligned"] == "few"
     assert lines.structured_content["broken"] == "B"
+
+
+def test_a_side_holding_several_runs_is_said_not_dropped(tmp_path):
+    """Two inputs where B itself holds two runs ([A]/[B] labels): B is compared as one input and the answer says
+    so, pointing at comparing B alone."""
+    from grpo_debug.tools.rundir.compare import compare_runs
+
+    a = tmp_path / "a.log"
+    a.write_text("\n".join(f"step:{s} - actor/grad_norm:{0.3 + 0.001 * s:.4f} - actor/entropy:0.5" for s in range(1, 30)) + "\n")
+    b = tmp_path / "b.log"
+    b.write_text("".join(f"[A] step:{s} - actor/grad_norm:0.31 - actor/entropy:0.5\n"
+                         f"[B] step:{s} - actor/grad_norm:{60 + s} - actor/entropy:0.5\n" for s in range(1, 30)))
+    res = compare_runs(a_path=str(a), b_path=str(b))
+    assert "B holds 2 runs" in res.summary and "compare B alone" in res.summary
+    one = compare_runs(a_path=str(a), b_path=str(a))
+    assert "holds" not in one.summary

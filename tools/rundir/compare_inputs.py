@@ -51,6 +51,26 @@ def _side(text: str | None, path: str | None, which: str):
     return analyze(text=text, path=path)
 
 
+def _holds_several(text: str | None, path: str | None, which: str) -> str:
+    """'' when one side of a two-input comparison is one run, else a note that it holds several and was compared
+    as one input (never silent: compare that side alone to compare its runs)."""
+    from grpo_debug.tools.rundir.runs_split import split_text
+
+    if path is not None and os.path.isdir(os.path.expanduser(path)):
+        return ""
+    try:
+        from grpo_debug.tools.inputs import read_input
+
+        got, _label, _skipped, _hint = read_input(text, path)
+        parts = split_text(got)
+    except Exception:  # noqa: BLE001 - the side's own analysis reports an unreadable input
+        return ""
+    if not parts or len(parts) < 2:
+        return ""
+    return (f"{which} holds {len(parts)} runs; it was compared as one input (compare {which} alone to compare "
+            "its runs with each other)")
+
+
 def _seen(text: str) -> str:
     """What a paste that did not split holds: lines, metric records and their steps, launch lines, labels."""
     from grpo_debug.tools.engine.metrics import extract_metrics
@@ -199,7 +219,8 @@ def load_pair(a_text: str | None = None, a_path: str | None = None, b_text: str 
             raise InputError("give two runs (a and b, each a paste, file or folder), or one paste holding both")
         a_text, a_path, b_text, b_path = b_text, b_path, None, None
     if b_text is not None or b_path is not None:
-        return Pair(_side(a_text, a_path, "A"), _side(b_text, b_path, "B"))
+        how = "; ".join(n for n in (_holds_several(a_text, a_path, "A"), _holds_several(b_text, b_path, "B")) if n)
+        return Pair(_side(a_text, a_path, "A"), _side(b_text, b_path, "B"), how=how)
     if a_path is not None and os.path.isdir(os.path.expanduser(a_path)):
         return _folder_pair(a_path)
     if a_text is not None and not _nonblank(a_text):
