@@ -256,3 +256,15 @@ def test_cli_text_follows_the_concise_form_and_json_stays_complete(capsys):
     assert short.count("Causes:") == 1 and long.count("Causes:") == len(res.findings)
     assert "Signals:" in short and "log matches /" not in short
     assert len(short) < len(long) and "--verbose" in short
+
+
+def test_a_cut_metric_line_keeps_its_step_in_the_excerpt():
+    """Evidence of a long metric line is cut around the key that proves the finding; the line's step field stays in
+    front of the cut, so the excerpt says which step it is."""
+    from grpo_debug.tools.triage import excerpt
+
+    line = ("(TaskRunner pid=77) step:2799 - actor/entropy:0.31 - " + " - ".join(f"k{i}/x:{i}.5" for i in range(60))
+            + " - response_length/clip_ratio:0.9")
+    got = excerpt(line, ["response_length/clip_ratio"])
+    assert got.startswith("step:2799 ...") and "response_length/clip_ratio:0.9" in got
+    assert excerpt("step:3 - a:1", ["a"]) == "step:3 - a:1"

@@ -70,7 +70,14 @@ def excerpt(text: str, focus: list[str] = (), width: int = EXCERPT) -> str:
     pos = next((i for f in focus if f and (i := low.find(f.lower())) >= 0), 0)
     start = max(0, pos - width // 3)  # (not pulled back at the end of the line: the term stays near the start)
     out = text[start:start + width]
-    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+    head = ""
+    if start and (m := _STEP_HEAD.search(text, 0, min(start, 160))):  # keep the line's step in a cut metric line
+        head = m.group(0).rstrip(" -|,") + " "
+    return head + ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+
+
+# the step field a metric line opens with: verl "step:12", "[step 12]", "Global step 12:", "iteration 12/ 300"
+_STEP_HEAD = re.compile(r"(?:\bstep[:= ]\s*\d+|\[step \d+\]|\bGlobal step \d+|\biteration\s+\d+\s*/\s*\d+)", re.I)
 
 
 def line_map(lines: list[Line]) -> dict[int, Line]:
