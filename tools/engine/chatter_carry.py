@@ -46,12 +46,7 @@ def apply_learned(sc) -> bool:
         sc.active.remove(p)
         sc.demoted[p] = FROM_EARLIER
         sc.chatter[p] = list(chatter)
-        for b in keep:
-            q = len(sc.patterns)
-            sc.patterns.append((b, ci))
-            sc.active.append(q)
-            sc.parent[q] = sc.parent.get(p, p)
-            sc.keeper.add_pattern(q, b)
+        sc.keep_alternatives(p, keep, ci)
         changed = True
     return changed
 

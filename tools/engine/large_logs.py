@@ -299,14 +299,19 @@ class _Scanner:
             keep = split_noisy(pat, ci, samples.get(p, [])) or []
             self.chatter[p] = [b for b in top_level_branches(pat, re.I if ci else 0) if b not in keep] if keep else [pat]
             record_chatter((pat, ci), keep, self.chatter[p])  # (the next log of a folder starts with it: chatter_carry)
-            for b in keep:
-                q = len(self.patterns)
-                self.patterns.append((b, ci))
-                self.active.append(q)
-                self.parent[q] = self.parent.get(p, p)
-                self.keeper.add_pattern(q, b)
+            self.keep_alternatives(p, keep, ci)
         self.eng = cached_engine([self.patterns[i] for i in self.active])
         self.rebuilds += 1
+
+    def keep_alternatives(self, p: int, keep: list[str], ci: bool) -> None:
+        """The alternatives ``keep`` of demoted pattern ``p`` scanned for as patterns of their own (their hits
+        count as ``p``'s: ``parent``), under the same quotas."""
+        for b in keep:
+            q = len(self.patterns)
+            self.patterns.append((b, ci))
+            self.active.append(q)
+            self.parent[q] = self.parent.get(p, p)
+            self.keeper.add_pattern(q, b)
 
     def chunk(self, chunk: bytes, line_no: int, base: int | None, pending: int) -> tuple[int, int]:
         """Classify and keep the lines of ``chunk`` (``line_no`` lines before it; ``base``: its byte offset in
