@@ -3,24 +3,18 @@ healthy input, nor any prefix of a healthy log, gets a medium/high finding. Meas
 process over ALL findings of real cases (tests/data/corpus*, the shared cases) and real healthy runs."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from tests.script_loader import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path("/work/shared")
 
 
-def _calibrate():
-    spec = importlib.util.spec_from_file_location("calibrate", ROOT / "scripts" / "calibrate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cal = _calibrate()
+cal = load_script("scripts/calibrate.py")
 
 
 def _present(*paths: Path) -> list[Path]:

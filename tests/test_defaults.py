@@ -2,26 +2,23 @@
 lookup of tools/engine/defaults.py, and the checks that read implicit values through it."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.script_loader import load_script
+
 from grpo_debug.tools.engine import defaults as D
 from grpo_debug.tools.engine.config_checks import CHECKS
 from grpo_debug.tools.engine.facts import extract_facts
 from grpo_debug.tools.engine.normalize import normalize
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _extractor():
-    spec = importlib.util.spec_from_file_location("extract_defaults", ROOT / "scripts" / "extract_defaults.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("scripts/extract_defaults.py")
 
 
 def _facts(text: str, hint: str = "shell"):

@@ -3,7 +3,6 @@ scripts/build_dist.py; the slow test installs each of them in fresh environments
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import re
 import shutil
@@ -16,18 +15,13 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.script_loader import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-build_dist = _load("build_dist")
-check_dist = _load("check_dist")
+build_dist = load_script("scripts/build_dist.py")
+check_dist = load_script("scripts/check_dist.py")
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
